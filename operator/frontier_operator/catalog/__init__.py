@@ -1,0 +1,1 @@
+"""Pure data about models, GPUs and number formats, loaded into frozen dataclasses."""

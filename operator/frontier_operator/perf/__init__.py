@@ -1,0 +1,1 @@
+"""Performance model: (serving configuration, workload) → latency percentiles, throughput, memory, cost. Pure."""
