@@ -164,3 +164,6 @@ class Prediction:
     output_tokens_per_s_per_user: float
     cost_per_mtok: float
     memory: MemoryFit
+    # Relative one-sigma error of the latency predictions, from the calibration residuals of this GPU
+    # family; the planner's safety margin grows with it.
+    uncertainty: float
