@@ -136,6 +136,11 @@ class QuantFormat:
     moe_only: bool
     typical_quality_loss_pct: float
     sources: tuple[str, ...] = ()
+    # Other spellings users and data sets use for this format (e.g. "fp8_block", "modelopt_fp4").
+    aliases: tuple[str, ...] = ()
+    # Measured losses that replace the default for specific models, keyed by normalised model name
+    # (lower case, no organisation prefix); see `catalog.quantization.quality_loss_pct`.
+    quality_loss_by_model: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,3 +151,4 @@ class KvCacheFormat:
     native_archs: frozenset[str]
     typical_quality_loss_pct: float
     sources: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()

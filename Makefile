@@ -1,0 +1,51 @@
+# frontier-operator — the README's two commands (`make demo`, `make test`) do all the set-up.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+export PYTHONPATH := $(CURDIR)/operator
+
+.PHONY: demo test lint layering crds crds-check unit bench prometheus clean
+
+# The venv is (re)installed whenever the project's dependencies change.
+$(STAMP): pyproject.toml
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,plot]'
+	@touch $@
+
+# Debian's prometheus: the real server the feedback tests scrape with.
+prometheus:
+	@command -v prometheus >/dev/null || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+
+demo: $(STAMP)
+	$(BIN)/frontier plan -f examples/glm5-agentic-coding.yaml
+
+lint: $(STAMP)
+	$(BIN)/ruff check operator tests bench
+	$(BIN)/ruff format --check operator tests bench
+	$(BIN)/mypy --strict -p frontier_operator
+
+layering: $(STAMP)
+	$(BIN)/lint-imports
+
+crds: $(STAMP)
+	$(BIN)/frontier crds
+
+crds-check: $(STAMP)
+	$(BIN)/frontier crds --check
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+test: $(STAMP) prometheus lint layering crds-check unit
+
+bench: $(STAMP)
+	@mkdir -p bench/results
+	@for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache bench/results

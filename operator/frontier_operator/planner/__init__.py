@@ -1,0 +1,1 @@
+"""Planner: legal SGLang configurations → predictions → frontier → the choice and its explanation. Pure."""
