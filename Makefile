@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PYTHONPATH := $(CURDIR)/operator
 
-.PHONY: demo test lint layering crds crds-check unit bench prometheus clean
+.PHONY: demo test lint layering crds crds-check unit bench prometheus sglang-parser golden clean
 
 # The venv is (re)installed whenever the project's dependencies change.
 $(STAMP): pyproject.toml
@@ -38,8 +38,17 @@ crds: $(STAMP)
 crds-check: $(STAMP)
 	$(BIN)/frontier crds --check
 
-unit: $(STAMP)
+# SGLang's real argument parser (CPU torch from the local wheel, sglang without its GPU dependencies),
+# for the contract tests of every rendered command line.
+sglang-parser: $(STAMP)
+	VENV_PYTHON=$(BIN)/python scripts/install-sglang-parser.sh
+
+unit: $(STAMP) sglang-parser
 	$(BIN)/pytest
+
+# Rewrite tests/golden/ from the renderer; review the diff before committing it.
+golden: $(STAMP)
+	FRONTIER_UPDATE_GOLDEN=1 $(BIN)/pytest tests/render/test_golden.py
 
 test: $(STAMP) prometheus lint layering crds-check unit
 

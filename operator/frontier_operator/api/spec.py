@@ -506,6 +506,32 @@ class ResourceList(ApiModel):
     """Memory request per engine pod (`512Gi`). Default: 96Gi per GPU."""
 
 
+class KvTransferBackend(StrEnum):
+    MOONCAKE = "mooncake"
+    NIXL = "nixl"
+
+
+class WorkerDiscovery(StrEnum):
+    LABEL_SELECTOR = "label-selector"
+    STABLE_ADDRESSES = "stable-addresses"
+
+
+class RouterSpec(ApiModel):
+    """The SGLang router (`sglang_router.launch_router`) in front of P/D workers or several replicas."""
+
+    image: Annotated[str | None, Field(min_length=1, max_length=512)] = None
+    """Router image. Default: the engine image, which ships the `sglang_router` module."""
+    replicas: Annotated[int, Field(ge=1, le=16)] = 1
+    """Router pods. Each keeps its own cache-aware prefix tree, so more than one dilutes KV-aware routing.
+    Default: 1."""
+    worker_discovery: WorkerDiscovery = WorkerDiscovery.LABEL_SELECTOR
+    """How the router finds engine pods: label-selector (Kubernetes service discovery; the router gets a
+    ServiceAccount that may list and watch pods) or stable-addresses (every engine replica runs as a
+    LeaderWorkerSet group and the router is given the DNS name of each group leader). Default: label-selector."""
+    resources: ResourceList = ResourceList()
+    """CPU and memory of each router pod. Default: 2 CPU and 4Gi."""
+
+
 class ServingSpec(ApiModel):
     """How the engine pods are built."""
 
@@ -525,6 +551,11 @@ class ServingSpec(ApiModel):
     """Model and JIT cache volume. Default: a 500Gi emptyDir at /root/.cache."""
     shm_size: Annotated[str, Field(max_length=32, pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$")] = "32Gi"
     """Size of the memory-backed /dev/shm. Default: 32Gi."""
+    kv_transfer_backend: KvTransferBackend = KvTransferBackend.MOONCAKE
+    """KV-cache transfer between prefill and decode workers (P/D only): mooncake or nixl. A transfer backend
+    chosen by the plan takes precedence. Default: mooncake."""
+    router: RouterSpec = RouterSpec()
+    """The router in front of P/D workers or several aggregated replicas. Default: one router pod, the engine image."""
 
 
 # ----------------------------------------------------------------------------------------------- root

@@ -377,7 +377,7 @@ def _architecture(parts: _Config, model_type: str) -> str:
             return names[0]
     if model_type:
         return model_type
-    raise HfConfigError("architectures", "is required", "name the model class, e.g. [\"LlamaForCausalLM\"]")
+    raise HfConfigError("architectures", "is required", 'name the model class, e.g. ["LlamaForCausalLM"]')
 
 
 def _head_dim(text: _Section, hidden: int, num_heads: int) -> int:
@@ -429,9 +429,7 @@ def _layer_types(text: _Section, num_layers: int) -> tuple[str, ...]:
     if text.has("full_attention_interval"):
         # Qwen3-Next: every `interval`-th layer is full attention, the others Gated DeltaNet.
         interval = text.integer("full_attention_interval")
-        return tuple(
-            FULL_ATTENTION if (index + 1) % interval == 0 else LINEAR_ATTENTION for index in range(num_layers)
-        )
+        return tuple(FULL_ATTENTION if (index + 1) % interval == 0 else LINEAR_ATTENTION for index in range(num_layers))
     return tuple(_sliding_or_full(text, index) for index in range(num_layers))
 
 
@@ -484,9 +482,10 @@ def _moe_shape(text: _Section, model_type: str) -> _MoeShape | None:
     top_k = text.integer(top_k_key)
     if top_k > num_experts:
         raise HfConfigError(text.field(top_k_key), f"routes to {top_k} of only {num_experts} experts")
-    # Mixtral, gpt-oss and MiniMax name the expert width `intermediate_size`.
-    width_key = "moe_intermediate_size" if text.has("moe_intermediate_size") else "intermediate_size"
-    expert_width = text.integer(width_key)
+    # Mixtral-style configs (gpt-oss, MiniMax: `num_local_experts`) name the expert width
+    # `intermediate_size`; the DeepSeek and Qwen families keep that key for their dense layers.
+    mixtral_style = count_key == "num_local_experts" and not text.has("moe_intermediate_size")
+    expert_width = text.integer("intermediate_size" if mixtral_style else "moe_intermediate_size")
 
     shared_experts, shared_width, gated_shared = 0, 0, False
     if text.has("n_shared_experts"):
@@ -535,9 +534,7 @@ def _mtp_layers(text: _Section) -> int:
         return text.integer("mtp_num_hidden_layers", minimum=0)
     if text.flag("use_mtp"):
         # MiniMax-M2: `num_mtp_modules` modules of `mtp_transformer_layers` decoder layers each.
-        return text.integer("num_mtp_modules", minimum=0, default=0) * text.integer(
-            "mtp_transformer_layers", default=1
-        )
+        return text.integer("num_mtp_modules", minimum=0, default=0) * text.integer("mtp_transformer_layers", default=1)
     return 0
 
 
@@ -545,9 +542,7 @@ def _max_context(text: _Section) -> int:
     for key in ("max_position_embeddings", "max_sequence_length", "seq_length", "n_positions"):
         if text.has(key):
             return text.integer(key)
-    raise HfConfigError(
-        text.field("max_position_embeddings"), "is required", "the longest context the model supports"
-    )
+    raise HfConfigError(text.field("max_position_embeddings"), "is required", "the longest context the model supports")
 
 
 def _tied_embeddings(parts: _Config) -> bool:

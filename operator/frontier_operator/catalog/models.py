@@ -129,9 +129,7 @@ class _Entry:
         return self.typed(key, lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string", str)
 
     def billions(self, key: str) -> float:
-        return _BILLION * self.typed(
-            key, lambda v: _is_number(v) and v > 0, "a positive number of billions", float
-        )
+        return _BILLION * self.typed(key, lambda v: _is_number(v) and v > 0, "a positive number of billions", float)
 
     def strings(self, key: str) -> tuple[str, ...]:
         value = self.values.get(key, [])

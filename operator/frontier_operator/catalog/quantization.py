@@ -23,7 +23,7 @@ _BITS_PER_BYTE = 8
 
 
 def normalize_model_name(model_name: str) -> str:
-    """Key for per-model overrides: a Hugging Face id and its bare name match ("deepseek-ai/DeepSeek-R1" = "deepseek-r1")."""
+    """Key for per-model overrides: "deepseek-ai/DeepSeek-R1" and "deepseek-r1" are the same model."""
     return normalize_name(model_name.rsplit("/", 1)[-1])
 
 

@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from frontier_operator.catalog.types import GpuSpec, KvCacheFormat, ModelArch, QuantFormat
-from frontier_operator.perf.types import MemoryFit, Prediction, ServingConfig, WorkerConfig, Workload
+from frontier_operator.perf.types import MemoryFit, Prediction, Role, ServingConfig, WorkerConfig, Workload
 
 # --------------------------------------------------------------------------------------------- inputs
 
@@ -125,8 +125,10 @@ class PlanRequest:
 class Predictor(Protocol):
     """What the planner needs from the performance model (`perf.model.PerformanceModel` satisfies it).
 
-    Both methods are pure. `predict` raises an exception carrying a `reason` attribute (the
-    performance model's `UnpredictableConfig`) for configurations it cannot model.
+    The methods are pure and raise `perf.errors.UnpredictableConfig` for configurations the model cannot
+    put a number on. `predict` reports infinite latencies for a fleet the request rate saturates; its
+    `max_request_rate_per_s` is the fleet's capacity whatever the offered rate. `MemoryFit.kv_tokens` is
+    per attention rank and `max_batch_at_context` per worker, capped by the worker's batch cap.
     """
 
     def predict(
@@ -138,7 +140,15 @@ class Predictor(Protocol):
         price_per_gpu_hour: float,
     ) -> Prediction: ...
 
-    def memory_fit(self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int) -> MemoryFit: ...
+    def memory_fit(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
+    ) -> MemoryFit: ...
+
+    def decode_token_time(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"
+    ) -> float:
+        """Seconds per output token of each of `batch` running requests, with no prefill in between."""
+        ...
 
 
 # ------------------------------------------------------------------------------------------ rejections
@@ -150,6 +160,7 @@ class RejectionReason(StrEnum):
     EP_ABOVE_LIMIT = "ep-above-limit"
     ATTENTION_DP_NOT_ALLOWED = "attention-dp-not-allowed"
     MULTI_NODE_NOT_ALLOWED = "multi-node-not-allowed"
+    NO_POOL = "no-pool"
     # Shapes SGLang or the model's weights cannot be split into.
     HEADS_NOT_DIVISIBLE = "heads-not-divisible"
     KV_HEADS_NOT_DIVISIBLE = "kv-heads-not-divisible"
@@ -166,6 +177,7 @@ class RejectionReason(StrEnum):
     NODES_UNEVEN = "nodes-uneven"
     MULTI_NODE_NEEDS_RDMA = "multi-node-needs-rdma"
     # Number formats.
+    FORMAT_NOT_IN_SEARCH = "format-not-in-search"
     FORMAT_UNSUPPORTED_ON_GPU = "format-unsupported-on-gpu"
     FORMAT_MOE_ONLY = "format-moe-only"
     NO_CHECKPOINT = "no-checkpoint"
@@ -186,7 +198,6 @@ class RejectionReason(StrEnum):
     PD_KV_DTYPE_MISMATCH = "pd-kv-dtype-mismatch"
     PD_PAGE_SIZE_MISMATCH = "pd-page-size-mismatch"
     PD_SPEC_MISMATCH = "pd-spec-mismatch"
-    PD_WEIGHT_FORMAT_MISMATCH = "pd-weight-format-mismatch"
     PD_ROLES_INCOMPLETE = "pd-roles-incomplete"
     # Memory, physics, the model's reach, SLO and budget.
     WEIGHTS_DO_NOT_FIT = "weights-do-not-fit"
@@ -203,6 +214,8 @@ class Rejection:
     candidate: str
     reason: RejectionReason
     detail: str
+    # The worker the rule looked at, when one did: lets explanations group rejections by format or layout.
+    worker: WorkerConfig | None = None
 
     def __str__(self) -> str:
         return f"{self.candidate}: {self.detail}"
@@ -273,6 +286,8 @@ class Evaluated:
     allowed: bool
     within_budget: bool
     sustains_rate: bool
+    # Expected accuracy loss of its weight and KV formats against the model's reference release.
+    quality_loss_pct: float = 0.0
 
     @property
     def meets_slo(self) -> bool:
@@ -295,6 +310,8 @@ class FrontierPoint:
     cost_per_mtok: float
     gpus: int
     meets_slo: bool
+    # False for baseline references in formats the spec does not allow.
+    allowed: bool = True
 
 
 @dataclass(frozen=True)
@@ -349,6 +366,10 @@ class SearchStats:
     candidates_evaluated: int
     predictions: int
     rejected: int
+    # Shapes and P/D pairs skipped because a bound proved they cannot beat what was already found.
+    pruned: int = 0
+    # Shapes and P/D pairs never evaluated because the prediction budget ran out (normally 0).
+    unexplored: int = 0
 
 
 @dataclass(frozen=True)
@@ -376,7 +397,8 @@ class SuggestionKind(StrEnum):
     MORE_GPUS = "more-gpus"
     ALLOW_FORMAT = "allow-format"
     ALLOW_TECHNIQUE = "allow-technique"
-    LOWER_RATE = "lower-rate"
+    RAISE_QUALITY_BUDGET = "raise-quality-budget"
+    SHORTEN_REQUESTS = "shorten-requests"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,242 @@
+"""Fit the calibration coefficients of each GPU family on measured rows (`frontier calibrate`).
+
+For every family (GPU compute architecture) we minimise, over the log of each coefficient,
+
+    Σ_rows soft-L1( log(predicted TTFT / measured TTFT) ) + soft-L1( log(predicted TPOT / measured TPOT) )
+      + Σ_coefficients ((log c − log prior) / PRIOR_SIGMA)²
+
+with a bounded Levenberg–Marquardt iteration (pure Python, deterministic: the same rows give the same
+coefficients to the last digit). Log residuals make the fit scale-free (a 2 ms and a 2 s TTFT count alike);
+the soft-L1 loss (IRLS weights 1/√(1 + (r/δ)²)) keeps a few wild rows — a benchmark stuck behind a KV-cache
+stall — from dragging the rest; the weak prior keeps coefficients that the rows barely constrain near
+physically sensible values instead of letting them wander to a bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from frontier_operator.perf.calibration import (
+    COEFFICIENT_SPECS,
+    Calibration,
+    Coefficients,
+    FamilyFit,
+)
+from frontier_operator.perf.errors import UnpredictableConfig
+from frontier_operator.perf.model import PerformanceModel
+from frontier_operator.perf.silicon import SiliconCase
+
+PRIOR_SIGMA = 5.0  # natural-log units: weak, it only decides coefficients the rows leave open
+ROBUST_SCALE = 0.25  # soft-L1 transition: residuals beyond ~25 % count linearly, not quadratically
+MAX_ITERATIONS = 40
+FINITE_DIFFERENCE = 1e-3
+_NAMES = tuple(spec.name for spec in COEFFICIENT_SPECS)
+
+
+@dataclass(frozen=True)
+class Residual:
+    """log(predicted / measured) for one row; None where that row has no measurement of the quantity."""
+
+    ttft: float | None
+    tpot: float | None
+
+
+def case_residual(model: PerformanceModel, case: SiliconCase) -> Residual | None:
+    """The row's log errors, or None when the model cannot predict it."""
+    try:
+        prediction = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+    except UnpredictableConfig:
+        return None
+
+    def log_ratio(predicted_s: float, measured_ms: float | None) -> float | None:
+        if measured_ms is None or measured_ms <= 0 or not math.isfinite(predicted_s) or predicted_s <= 0:
+            return None
+        return math.log(predicted_s * 1e3 / measured_ms)
+
+    return Residual(
+        log_ratio(prediction.ttft_s, case.measured_ttft_ms), log_ratio(prediction.tpot_s, case.measured_tpot_ms)
+    )
+
+
+def _bounds() -> tuple[list[float], list[float]]:
+    lower, upper = [], []
+    for spec in COEFFICIENT_SPECS:
+        # Coefficients that may be 0 are fitted in log space down to a thousandth of their prior.
+        floor = spec.lower if spec.lower > 0 else spec.prior * 1e-3
+        lower.append(math.log(floor))
+        upper.append(math.log(spec.upper))
+    return lower, upper
+
+
+def _coefficients(z: Sequence[float]) -> Coefficients:
+    return Coefficients.from_dict({name: math.exp(value) for name, value in zip(_NAMES, z, strict=True)})
+
+
+def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
+    """Gaussian elimination with partial pivoting for the small normal equations."""
+    n = len(vector)
+    a = [[*row, vector[i]] for i, row in enumerate(matrix)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        if abs(a[pivot][col]) < 1e-300:
+            continue
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(col + 1, n):
+            factor = a[r][col] / a[col][col]
+            if factor:
+                for k in range(col, n + 1):
+                    a[r][k] -= factor * a[col][k]
+    x = [0.0] * n
+    for col in reversed(range(n)):
+        if abs(a[col][col]) < 1e-300:
+            continue
+        x[col] = (a[col][n] - sum(a[col][k] * x[k] for k in range(col + 1, n))) / a[col][col]
+    return x
+
+
+class _FamilyProblem:
+    def __init__(self, arch: str, cases: Sequence[SiliconCase], base: Calibration) -> None:
+        self.arch = arch
+        self.cases = list(cases)
+        self.base = base
+        self.prior = [math.log(spec.prior) for spec in COEFFICIENT_SPECS]
+
+    def raw_residuals(self, z: Sequence[float]) -> list[float]:
+        fit = FamilyFit(_coefficients(z), rows=len(self.cases), ttft_sigma=0.0, tpot_sigma=0.0)
+        model = PerformanceModel(self.base.with_family(self.arch, fit))
+        out: list[float] = []
+        for case in self.cases:
+            residual = case_residual(model, case)
+            # A row that becomes unpredictable mid-fit (it cannot: only memory makes rows unpredictable) or
+            # loses a measurement contributes a neutral zero, keeping the residual vector's shape fixed.
+            out.append(0.0 if residual is None or residual.ttft is None else residual.ttft)
+            out.append(0.0 if residual is None or residual.tpot is None else residual.tpot)
+        return out
+
+    def weighted(self, raw: Sequence[float], weights: Sequence[float], z: Sequence[float]) -> list[float]:
+        data = [math.sqrt(w) * r for w, r in zip(weights, raw, strict=True)]
+        prior = [(value - center) / PRIOR_SIGMA for value, center in zip(z, self.prior, strict=True)]
+        return data + prior
+
+
+def _robust_weights(raw: Sequence[float]) -> list[float]:
+    return [1.0 / math.sqrt(1.0 + (r / ROBUST_SCALE) ** 2) for r in raw]
+
+
+def _levenberg_marquardt(problem: _FamilyProblem, start: list[float]) -> list[float]:
+    lower, upper = _bounds()
+    z = [min(max(v, lo), hi) for v, lo, hi in zip(start, lower, upper, strict=True)]
+    raw = problem.raw_residuals(z)
+    damping = 1e-2
+    for _ in range(MAX_ITERATIONS):
+        weights = _robust_weights(raw)
+        r = problem.weighted(raw, weights, z)
+        cost = sum(v * v for v in r)
+        jacobian_columns = []
+        for j in range(len(z)):
+            step = FINITE_DIFFERENCE if z[j] + FINITE_DIFFERENCE <= upper[j] else -FINITE_DIFFERENCE
+            shifted = z[:]
+            shifted[j] += step
+            r_shift = problem.weighted(problem.raw_residuals(shifted), weights, shifted)
+            jacobian_columns.append([(a - b) / step for a, b in zip(r_shift, r, strict=True)])
+        n = len(z)
+        jtj = [
+            [sum(a * b for a, b in zip(jacobian_columns[i], jacobian_columns[k], strict=True)) for k in range(n)]
+            for i in range(n)
+        ]
+        jtr = [sum(a * b for a, b in zip(jacobian_columns[i], r, strict=True)) for i in range(n)]
+        improved = False
+        for _attempt in range(8):
+            matrix = [
+                [jtj[i][k] + (damping * (jtj[i][i] + 1e-9) if i == k else 0.0) for k in range(n)] for i in range(n)
+            ]
+            delta = _solve(matrix, [-v for v in jtr])
+            candidate = [min(max(v + d, lo), hi) for v, d, lo, hi in zip(z, delta, lower, upper, strict=True)]
+            candidate_raw = problem.raw_residuals(candidate)
+            candidate_cost = sum(v * v for v in problem.weighted(candidate_raw, weights, candidate))
+            if candidate_cost < cost:
+                relative_gain = (cost - candidate_cost) / max(cost, 1e-12)
+                z, raw = candidate, candidate_raw
+                damping = max(damping / 3.0, 1e-7)
+                improved = True
+                break
+            damping *= 4.0
+        if not improved or relative_gain < 1e-6:
+            break
+    return z
+
+
+def robust_sigma(values: Sequence[float]) -> float:
+    """1.4826 × median absolute deviation from zero: the one-sigma of a normal error, blind to a few outliers."""
+    if not values:
+        return 0.5
+    return 1.4826 * statistics.median(abs(v) for v in values)
+
+
+def fit_family(arch: str, cases: Sequence[SiliconCase], base: Calibration) -> FamilyFit:
+    problem = _FamilyProblem(arch, cases, base)
+    z = _levenberg_marquardt(problem, list(problem.prior))
+    coefficients = _coefficients(z)
+    model = PerformanceModel(base.with_family(arch, FamilyFit(coefficients, len(cases), 0.0, 0.0)))
+    residuals = [res for res in (case_residual(model, case) for case in cases) if res is not None]
+    ttft = [r.ttft for r in residuals if r.ttft is not None]
+    tpot = [r.tpot for r in residuals if r.tpot is not None]
+    return FamilyFit(coefficients, rows=len(cases), ttft_sigma=robust_sigma(ttft), tpot_sigma=robust_sigma(tpot))
+
+
+def fittable(cases: Sequence[SiliconCase]) -> list[SiliconCase]:
+    """Rows with both measurements that the uncalibrated model can predict (memory is coefficient-free)."""
+    prior_model = PerformanceModel(Calibration.uncalibrated())
+    out = []
+    for case in cases:
+        if case.measured_ttft_ms is None or case.measured_tpot_ms is None:
+            continue
+        residual = case_residual(prior_model, case)
+        if residual is not None and residual.ttft is not None and residual.tpot is not None:
+            out.append(case)
+    return out
+
+
+def _fit_family_job(job: tuple[str, list[SiliconCase]]) -> tuple[str, FamilyFit]:
+    arch, cases = job
+    return arch, fit_family(arch, cases, Calibration.uncalibrated())
+
+
+def fit_calibration(
+    cases: Sequence[SiliconCase],
+    provenance: dict[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    workers: int = 1,
+) -> Calibration:
+    """One FamilyFit per GPU compute architecture present in `cases`, families in sorted order.
+
+    Families are independent (a row only ever uses its own GPU's coefficients), so `workers` > 1 fits
+    them in parallel processes; the result does not depend on it.
+    """
+    usable = fittable(cases)
+    by_arch: dict[str, list[SiliconCase]] = {}
+    for case in usable:
+        by_arch.setdefault(case.gpu.arch, []).append(case)
+    jobs = [(arch, by_arch[arch]) for arch in sorted(by_arch)]
+    if progress is not None:
+        for arch, rows in jobs:
+            progress(f"fitting {arch} on {len(rows)} rows")
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            results = list(pool.map(_fit_family_job, jobs))
+    else:
+        results = [_fit_family_job(job) for job in jobs]
+    calibration = Calibration(families=(), provenance=tuple(sorted((provenance or {}).items())))
+    for arch, fit in results:
+        calibration = calibration.with_family(arch, fit)
+    return calibration
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,0 +1,452 @@
+"""The calibrated performance model: (model, GPU, serving configuration, workload) → latency, throughput, memory, $.
+
+`PerformanceModel` is pure and cheap to call. It composes the physics (`kernels` roofline work, `comm`
+collectives, `memory` fit) priced by the calibration coefficients of the GPU family (`steps`), speculative
+acceptance (`speculative`) and the continuous-batching queue (`queueing`). Two entry points answer two
+questions: `predict` for an open-loop request rate (what a planner needs) and `predict_at_concurrency` for a
+closed-loop benchmark with a fixed number of clients (what the silicon measurements are). Both use the same
+step times; at the rate the closed loop sustains, the open loop reproduces its desynchronised steady state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+from frontier_operator.catalog.data_files import load_data_file
+from frontier_operator.catalog.types import GpuSpec, ModelArch
+from frontier_operator.perf.calibration import CALIBRATION_FILE, Calibration, Coefficients
+from frontier_operator.perf.errors import UnpredictableConfig
+from frontier_operator.perf.formats import resolve_formats
+from frontier_operator.perf.kernels import Layout
+from frontier_operator.perf.memory import (
+    concurrent_capacity,
+    kv_bytes_per_request,
+    shape_of,
+)
+from frontier_operator.perf.memory import (
+    memory_fit as _memory_fit,
+)
+from frontier_operator.perf.queueing import (
+    DecodeService,
+    PrefillService,
+    SteadyState,
+    closed_loop_aggregated,
+    closed_loop_disaggregated,
+    lognormal_quantile,
+    max_rate_aggregated,
+    max_rate_disaggregated,
+    open_loop_aggregated,
+    open_loop_disaggregated,
+    poisson_count_quantile,
+    waiting_quantile,
+)
+from frontier_operator.perf.speculative import accept_length
+from frontier_operator.perf.steps import (
+    Hardware,
+    decode_step_seconds,
+    floor_seconds,
+    prefill_cost,
+)
+from frontier_operator.perf.types import (
+    MemoryFit,
+    Percentiles,
+    Prediction,
+    Role,
+    ServingConfig,
+    WorkerConfig,
+    Workload,
+)
+
+__all__ = ["ConcurrencyPrediction", "PerformanceModel", "UnpredictableConfig"]
+
+_PERCENTILES = (50, 90, 95, 99)
+
+
+@dataclass(frozen=True)
+class ConcurrencyPrediction:
+    """Steady state of a closed-loop benchmark: `concurrency` clients, each resending when its reply ends."""
+
+    ttft_s: float
+    tpot_s: float
+    requests_per_s: float
+    output_tokens_per_s_per_gpu: float
+    # Mean running requests per decode worker.
+    decode_batch: float
+    memory: MemoryFit
+    uncertainty: float
+
+
+@dataclass(frozen=True)
+class _Role:
+    """One role of the fleet resolved for prediction: hardware, replicas, memory, the decode side's service."""
+
+    hardware: Hardware
+    worker: WorkerConfig
+    replicas: int
+    memory: MemoryFit
+
+
+@dataclass(frozen=True)
+class _Plan:
+    decode: _Role
+    prefill: _Role | None  # None when aggregated
+    decode_service: DecodeService
+    prefill_service: PrefillService
+    output_tokens: float
+    input_cv: float
+
+
+@dataclass(frozen=True)
+class PerformanceModel:
+    calibration: Calibration
+
+    @staticmethod
+    def default() -> PerformanceModel:
+        """The model with the calibration shipped in the package (``catalog/data/calibration.yaml``)."""
+        return PerformanceModel(_shipped_calibration())
+
+    # -- building blocks -------------------------------------------------------------------------------
+
+    def coefficients(self, gpu: GpuSpec) -> Coefficients:
+        return self.calibration.family(gpu.arch).coefficients
+
+    def hardware(self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig) -> Hardware:
+        _validate_worker(arch, worker)
+        formats = resolve_formats(arch, gpu, worker.weight_format, worker.kv_cache_format)
+        return Hardware.build(Layout.of(arch, formats, shape_of(worker)), gpu, self.coefficients(gpu))
+
+    def decode_step_time(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float
+    ) -> float:
+        """Seconds of one plain decode iteration of `batch` running requests at mean `context` tokens."""
+        return decode_step_seconds(self.hardware(arch, gpu, worker), batch, context)
+
+    def decode_token_time(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"
+    ) -> float:
+        """Seconds per output token of each running request, speculative decoding included, no prefill pauses."""
+        return _token_seconds(self.hardware(arch, gpu, worker), worker, batch, context, kind)
+
+    def prefill_time(
+        self,
+        arch: ModelArch,
+        gpu: GpuSpec,
+        worker: WorkerConfig,
+        input_tokens: float,
+        *,
+        cached_tokens: float = 0.0,
+        requests: float = 1.0,
+    ) -> float:
+        """Seconds until `requests` prompts of `input_tokens` (`cached_tokens` of them cached) are prefilled."""
+        hw = self.hardware(arch, gpu, worker)
+        new_tokens = input_tokens - cached_tokens
+        return prefill_cost(hw, new_tokens, cached_tokens, _chunk(worker, new_tokens), requests).latency_s
+
+    def memory_fit(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
+    ) -> MemoryFit:
+        """Weights + SGLang's reserve → KV pool → the largest batch whose KV fits at `context_tokens` each."""
+        _validate_worker(arch, worker)
+        formats = resolve_formats(arch, gpu, worker.weight_format, worker.kv_cache_format)
+        return _memory_fit(arch, gpu, formats, worker, context_tokens, role=role)
+
+    def physical_floor(
+        self,
+        arch: ModelArch,
+        gpu: GpuSpec,
+        worker: WorkerConfig,
+        batch: float,
+        context: float,
+        *,
+        new_tokens_per_request: float = 1.0,
+    ) -> float:
+        """Lower bound of one forward: unavoidable bytes ÷ peak HBM bandwidth vs FLOPs ÷ peak (no coefficients)."""
+        _validate_worker(arch, worker)
+        formats = resolve_formats(arch, gpu, worker.weight_format, worker.kv_cache_format)
+        return floor_seconds(
+            arch,
+            gpu,
+            formats,
+            shape_of(worker),
+            requests=batch,
+            context=context,
+            new_tokens_per_request=new_tokens_per_request,
+        )
+
+    # -- predictions -----------------------------------------------------------------------------------
+
+    def predict(
+        self,
+        arch: ModelArch,
+        gpu: GpuSpec,
+        config: ServingConfig,
+        workload: Workload,
+        price_per_gpu_hour: float,
+    ) -> Prediction:
+        """Open loop: the fleet receives `workload.request_rate_per_s`; latencies are math.inf past saturation."""
+        plan = self._plan(arch, gpu, config, workload)
+        osl = plan.output_tokens
+        if plan.prefill is None:
+            replicas = plan.decode.replicas
+            rate = workload.request_rate_per_s / replicas
+            state = open_loop_aggregated(
+                rate,
+                plan.decode_service,
+                plan.prefill_service,
+                osl,
+                arrival_cv=workload.arrival_cv,
+                service_cv=plan.input_cv,
+            )
+            fleet_max = replicas * max_rate_aggregated(plan.decode_service, plan.prefill_service, osl)
+            prefill_utilization = state.prefill_utilization
+        else:
+            n_p, n_d = plan.prefill.replicas, plan.decode.replicas
+            state = open_loop_disaggregated(
+                workload.request_rate_per_s,
+                plan.decode_service,
+                plan.prefill_service,
+                osl,
+                prefill_workers=n_p,
+                decode_workers=n_d,
+                arrival_cv=workload.arrival_cv,
+                service_cv=plan.input_cv,
+            )
+            fleet_max = max_rate_disaggregated(
+                plan.decode_service, plan.prefill_service, osl, prefill_workers=n_p, decode_workers=n_d
+            )
+            prefill_utilization = 0.0  # decode is never paused by prefill in P/D
+        total_gpus = config.total_gpus
+        served_rate = min(workload.request_rate_per_s, fleet_max)
+        tokens_per_s = served_rate * workload.output_tokens.mean
+        gpu_dollars_per_s = total_gpus * price_per_gpu_hour / 3600.0
+        ttft, tpot, itl, e2e = _percentiles(state, plan, workload, prefill_utilization)
+        return Prediction(
+            ttft=ttft,
+            tpot=tpot,
+            itl=itl,
+            e2e=e2e,
+            mean_batch=state.decode_batch,
+            max_request_rate_per_s=fleet_max,
+            output_tokens_per_s_per_gpu=tokens_per_s / total_gpus,
+            output_tokens_per_s_per_user=1.0 / tpot.p50 if tpot.p50 > 0 and math.isfinite(tpot.p50) else 0.0,
+            cost_per_mtok=gpu_dollars_per_s / tokens_per_s * 1e6 if tokens_per_s > 0 else math.inf,
+            memory=plan.decode.memory,
+            uncertainty=self.calibration.family(gpu.arch).uncertainty,
+        )
+
+    def predict_at_concurrency(
+        self, arch: ModelArch, gpu: GpuSpec, config: ServingConfig, workload: Workload, concurrency: float
+    ) -> ConcurrencyPrediction:
+        """Closed loop: `concurrency` clients over the whole fleet (the silicon benchmarks' `batch_size`)."""
+        if concurrency <= 0:
+            raise UnpredictableConfig("concurrency must be positive")
+        plan = self._plan(arch, gpu, config, workload)
+        coefficients = plan.decode.hardware.coefficients
+        if plan.prefill is None:
+            replicas = plan.decode.replicas
+            result = closed_loop_aggregated(
+                concurrency / replicas,
+                plan.decode_service,
+                plan.prefill_service,
+                plan.output_tokens,
+                wave_sync=coefficients.wave_sync,
+                wave_breakup=coefficients.wave_breakup,
+                arrival_cv=workload.arrival_cv,
+                service_cv=plan.input_cv,
+            )
+            rate = result.rate_per_s * replicas
+        else:
+            result = closed_loop_disaggregated(
+                concurrency,
+                plan.decode_service,
+                plan.prefill_service,
+                plan.output_tokens,
+                prefill_workers=plan.prefill.replicas,
+                decode_workers=plan.decode.replicas,
+                wave_sync=coefficients.wave_sync,
+                wave_breakup=coefficients.wave_breakup,
+                arrival_cv=workload.arrival_cv,
+                service_cv=plan.input_cv,
+            )
+            rate = result.rate_per_s
+        return ConcurrencyPrediction(
+            ttft_s=result.ttft_s,
+            tpot_s=result.tpot_s,
+            requests_per_s=rate,
+            output_tokens_per_s_per_gpu=rate * workload.output_tokens.mean / config.total_gpus,
+            decode_batch=result.decode_batch,
+            memory=plan.decode.memory,
+            uncertainty=self.calibration.family(gpu.arch).uncertainty,
+        )
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _plan(self, arch: ModelArch, gpu: GpuSpec, config: ServingConfig, workload: Workload) -> _Plan:
+        input_mean = max(1.0, workload.input_tokens.mean)
+        output_mean = max(1.0, workload.output_tokens.mean)
+        hit = min(max(workload.prefix_cache_hit_rate, 0.0), 1.0)
+        cached = input_mean * hit
+        new_tokens = max(1.0, input_mean - cached)
+        decode_context = input_mean + output_mean / 2.0
+        full_context = math.ceil(input_mean + output_mean)
+
+        unified = config.role(Role.UNIFIED)
+        decode_role = config.role(Role.DECODE)
+        prefill_role = config.role(Role.PREFILL)
+        if unified is not None and (decode_role or prefill_role):
+            raise UnpredictableConfig("a configuration is either aggregated (unified) or P/D, not both")
+        if unified is None and (decode_role is None or prefill_role is None):
+            raise UnpredictableConfig("a P/D configuration needs both a prefill and a decode role")
+        main = unified if unified is not None else decode_role
+        assert main is not None
+        if main.replicas < 1:
+            raise UnpredictableConfig("every role needs at least one replica")
+
+        decode = self._role(arch, gpu, main.worker, replicas=main.replicas, context=full_context, role=main.role)
+        decode_hw = decode.hardware
+        capacity = concurrent_capacity(arch, decode_hw.formats, main.worker, decode.memory, decode_context)
+        if capacity < 1:
+            raise UnpredictableConfig(
+                f"the KV pool ({decode.memory.kv_pool_gb:.1f} GB per GPU) "
+                f"holds no request of {decode_context:.0f} tokens"
+            )
+        kind = workload.kind
+
+        def token_seconds(batch: float) -> float:
+            return _token_seconds(decode_hw, main.worker, batch, decode_context, kind)
+
+        decode_service = DecodeService(token_seconds, capacity)
+        c = decode_hw.coefficients
+        if prefill_role is None:
+            prefill_side = decode
+            handoff = 0.0
+            waiting = capacity
+        else:
+            if prefill_role.replicas < 1:
+                raise UnpredictableConfig("every role needs at least one replica")
+            prefill_side = self._role(
+                arch, gpu, prefill_role.worker, replicas=prefill_role.replicas, context=full_context, role=Role.PREFILL
+            )
+            transfer_bytes = kv_bytes_per_request(arch, prefill_side.hardware.formats, prefill_role.worker, input_mean)
+            link = gpu.scale_out_bandwidth_gbs * 1e9 * c.link_efficiency
+            handoff = transfer_bytes / link + c.pd_handoff_ms * 1e-3
+            waiting = capacity * main.replicas / prefill_role.replicas
+        p_hw = prefill_side.hardware
+        chunk = _chunk(prefill_side.worker, new_tokens)
+        prefill_service = PrefillService(
+            single=prefill_cost(p_hw, new_tokens, cached, chunk, 1.0),
+            batched=prefill_cost(p_hw, new_tokens, cached, chunk, waiting),
+            overhead_s=c.ttft_overhead_ms * 1e-3,
+            handoff_s=handoff,
+        )
+        return _Plan(
+            decode=decode,
+            prefill=None if prefill_role is None else prefill_side,
+            decode_service=decode_service,
+            prefill_service=prefill_service,
+            output_tokens=output_mean,
+            input_cv=workload.input_tokens.cv,
+        )
+
+    def _role(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, *, replicas: int, context: int, role: Role
+    ) -> _Role:
+        hw = self.hardware(arch, gpu, worker)
+        fit = _memory_fit(arch, gpu, hw.formats, worker, context, role=role)
+        if fit.kv_pool_gb <= 0:
+            raise UnpredictableConfig(
+                f"weights need {fit.weights_gb:.1f} GB per GPU but only {fit.gpu_memory_gb - fit.reserved_gb:.1f} GB "
+                f"are left after SGLang's reserve on {gpu.name} (tp={worker.tp}, pp={worker.pp})"
+            )
+        return _Role(hw, worker, replicas, fit)
+
+
+def _validate_worker(arch: ModelArch, worker: WorkerConfig) -> None:
+    if worker.tp < 1 or worker.pp < 1 or worker.attention_dp < 1 or worker.ep < 1:
+        raise UnpredictableConfig("tp, pp, attention_dp and ep must all be at least 1")
+    if worker.tp % worker.attention_dp:
+        raise UnpredictableConfig(f"attention_dp={worker.attention_dp} must divide tp={worker.tp}")
+    if arch.is_moe and worker.tp % worker.ep:
+        raise UnpredictableConfig(f"ep={worker.ep} must divide tp={worker.tp}")
+    attention_tp = worker.tp // worker.attention_dp
+    if arch.num_attention_heads % attention_tp:
+        raise UnpredictableConfig(
+            f"{arch.num_attention_heads} attention heads do not split over attention-TP {attention_tp}"
+        )
+    if worker.pp > arch.num_layers:
+        raise UnpredictableConfig(f"pp={worker.pp} exceeds the {arch.num_layers} layers")
+    if worker.max_running_requests < 1:
+        raise UnpredictableConfig("max_running_requests must be at least 1")
+
+
+def _chunk(worker: WorkerConfig, new_tokens: float) -> int:
+    """Chunked-prefill tokens per attention rank (SGLang divides the flag by attn_dp); ≤ 0 disables chunking."""
+    if worker.chunked_prefill_size <= 0:
+        return max(1, math.ceil(new_tokens))
+    return max(1, worker.chunked_prefill_size // max(1, worker.attention_dp))
+
+
+def _token_seconds(hw: Hardware, worker: WorkerConfig, batch: float, context: float, kind: str) -> float:
+    spec = worker.speculative
+    if spec is None:
+        return decode_step_seconds(hw, batch, context)
+    # Draft steps: each is about one layer of the target at the same batch plus its fixed costs; the verify
+    # pass scores every draft token in one target forward. Tokens per iteration = accept length.
+    c = hw.coefficients
+    per_draft_tokens = max(1.0, float(spec.eagle_topk))
+    full = decode_step_seconds(hw, batch, context, per_draft_tokens)
+    fixed = hw.arch.num_layers * c.layer_overhead_us * 1e-6 + c.step_overhead_ms * 1e-3
+    per_layer = max(0.0, full - fixed) / hw.arch.num_layers
+    draft_step = per_layer + c.layer_overhead_us * 1e-6 + c.step_overhead_ms * 1e-3
+    verify = decode_step_seconds(hw, batch, context, float(max(1, spec.num_draft_tokens)))
+    return (spec.num_steps * draft_step + verify) / accept_length(spec, kind)
+
+
+def _percentiles(
+    state: SteadyState, plan: _Plan, workload: Workload, prefill_utilization: float
+) -> tuple[Percentiles, Percentiles, Percentiles, Percentiles]:
+    if state.saturated:
+        inf = Percentiles(math.inf, math.inf, math.inf, math.inf)
+        return inf, inf, inf, inf
+    prefill = plan.prefill_service
+    osl = plan.output_tokens
+    steps = max(osl - 1.0, 1.0)
+    token_s = state.decode_token_s
+    busy = min(1.0, state.rate_per_s * prefill.single.gpu_seconds_per_request) if plan.prefill is None else 0.0
+    ttft_q: dict[int, float] = {}
+    tpot_q: dict[int, float] = {}
+    itl_q: dict[int, float] = {}
+    e2e_q: dict[int, float] = {}
+    # Prefill pauses a running request suffers: arrivals during its decode, variance scaled by burstiness.
+    pauses = prefill_utilization / max(prefill.single.gpu_seconds_per_request, 1e-12) * steps * state.tpot_s
+    pause_s = prefill.single.gpu_seconds_per_request
+    interrupted_share = min(1.0, prefill_utilization / max(prefill.single.gpu_seconds_per_request, 1e-12) * token_s)
+    for q in _PERCENTILES:
+        # Sum of quantiles: an upper bound of the quantile of the sum, the safe side for an SLO.
+        residual = 0.5 * token_s * (1 if plan.prefill is None and state.decode_batch > 0 else 0)
+        wait = waiting_quantile(state.prefill_wait_s - residual, max(busy, state.prefill_utilization), q)
+        prefill_latency = lognormal_quantile(prefill.single.latency_s, plan.input_cv, q)
+        ttft = prefill.overhead_s + residual + wait + prefill_latency + prefill.handoff_s
+        ttft_q[q] = max(ttft, 0.0)
+        tpot = token_s + pause_s * poisson_count_quantile(pauses, workload.arrival_cv**2, q) / steps
+        tpot_q[q] = max(tpot, token_s)
+        itl_q[q] = token_s + (prefill.single.latency_s if 1 - q / 100 < interrupted_share else 0.0)
+        output_q = lognormal_quantile(osl, workload.output_tokens.cv, q)
+        e2e_q[q] = ttft_q[q] + max(output_q - 1.0, 0.0) * tpot_q[q]
+    return (
+        Percentiles(*(ttft_q[q] for q in _PERCENTILES)),
+        Percentiles(*(tpot_q[q] for q in _PERCENTILES)),
+        Percentiles(*(itl_q[q] for q in _PERCENTILES)),
+        Percentiles(*(e2e_q[q] for q in _PERCENTILES)),
+    )
+
+
+@cache
+def _shipped_calibration() -> Calibration:
+    try:
+        data = load_data_file(CALIBRATION_FILE)
+    except FileNotFoundError:
+        return Calibration.uncalibrated()
+    return Calibration.from_data(data)

@@ -1,0 +1,376 @@
+"""Continuous batching as a queue: steady state at a request rate (open loop) or at a concurrency (closed loop).
+
+SGLang runs one forward at a time and gives prefill priority over decode (no mixed chunks by default), so:
+
+* every running request advances one token per decode iteration, and each prefill that arrives meanwhile
+  pauses all of them — TPOT = D(B) / (1 − ρ), where D(B) is the decode iteration at batch B and ρ the share
+  of time spent prefilling; the batch itself follows from Little's law, B = λ·(OSL − 1)·TPOT;
+* an arriving request waits for the forward in progress, then for the prefills queued before it (a G/G/1
+  queue, Kingman's approximation with the arrival and service variability), then for its own prefill;
+* in P/D the decode workers are never paused; TTFT adds the KV transfer and the hand-off to decode.
+
+A closed-loop benchmark (C clients that resend as soon as a reply ends) adds one effect an open loop does
+not have: clients finishing together come back together, so their prompts queue as a *wave*. The
+calibrated `wave_sync` blends that synchronised picture with the desynchronised steady state; the more of
+its time the GPU spends prefilling, the faster waves break apart (`wave_breakup`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from frontier_operator.perf.steps import PrefillCost
+
+_MAX_ITERATIONS = 60
+_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class DecodeService:
+    """Decode side of one worker: seconds per output token at batch B (no prefill in between)."""
+
+    token_seconds: Callable[[float], float]
+    # Largest number of requests that run together (KV pool at mean occupancy, max-running-requests).
+    capacity: float
+
+
+@dataclass(frozen=True)
+class PrefillService:
+    # A request prefilled on its own (arrivals spread out) and one in a full chunk (arrivals bunched).
+    single: PrefillCost
+    batched: PrefillCost
+    # Fixed per-request time outside the GPU queues (HTTP, tokenizer, detokenizer).
+    overhead_s: float
+    # P/D only: KV transfer plus bootstrap from prefill to decode, and the first decode iteration.
+    handoff_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    rate_per_s: float
+    decode_batch: float
+    ttft_s: float
+    tpot_s: float
+    decode_token_s: float
+    prefill_utilization: float
+    prefill_wait_s: float
+    saturated: bool
+
+
+def kingman_wait(utilization: float, service_s: float, arrival_cv: float, service_cv: float) -> float:
+    """Mean queueing delay of a G/G/1 queue (Kingman): ρ/(1−ρ) · (c_a² + c_s²)/2 · service time."""
+    if utilization <= 0:
+        return 0.0
+    if utilization >= 1:
+        return math.inf
+    return utilization / (1 - utilization) * (arrival_cv**2 + service_cv**2) / 2 * service_s
+
+
+def _first_root(function: Callable[[float], float], upper: float) -> float | None:
+    """Smallest x in (0, upper] where an increasing-then-crossing f(x) = F(x) − x changes sign, or None.
+
+    f(0) > 0 is assumed. A geometric scan finds the first bracket (f convex in practice: decode time grows
+    faster than linearly once compute-bound, so a second crossing can exist); regula falsi refines it.
+    """
+    if upper <= 0:
+        return None
+    lo, f_lo = 0.0, function(0.0)
+    if f_lo <= 0:
+        return 0.0
+    hi = min(1.0, upper)
+    while True:
+        f_hi = function(hi)
+        if f_hi <= 0:
+            break
+        if hi >= upper:
+            return None
+        lo, f_lo = hi, f_hi
+        hi = min(upper, hi * 2.0)
+    return _regula_falsi(function, lo, f_lo, hi, f_hi)
+
+
+def _regula_falsi(function: Callable[[float], float], lo: float, f_lo: float, hi: float, f_hi: float) -> float:
+    """Root of f in [lo, hi] with f(lo) > 0 ≥ f(hi) (Illinois variant: a handful of evaluations)."""
+    side = 0
+    x = hi
+    for _ in range(_MAX_ITERATIONS):
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo) if f_hi != f_lo else 0.5 * (lo + hi)
+        f_x = function(x)
+        if abs(f_x) <= _TOLERANCE * max(1.0, abs(x)) or hi - lo <= _TOLERANCE * max(1.0, hi):
+            return x
+        if f_x > 0:
+            lo, f_lo = x, f_x
+            if side == 1:
+                f_hi *= 0.5
+            side = 1
+        else:
+            hi, f_hi = x, f_x
+            if side == -1:
+                f_lo *= 0.5
+            side = -1
+    return x
+
+
+def open_loop_aggregated(
+    rate_per_s: float,
+    decode: DecodeService,
+    prefill: PrefillService,
+    output_tokens: float,
+    *,
+    arrival_cv: float,
+    service_cv: float,
+) -> SteadyState:
+    """One aggregated worker fed `rate_per_s` requests per second."""
+    steps = max(output_tokens - 1.0, 0.0)
+    rho = rate_per_s * prefill.single.gpu_seconds_per_request
+    if rho >= 1.0:
+        return _saturated(rate_per_s, decode, rho)
+    slowdown = 1.0 / (1.0 - rho)
+    demand = rate_per_s * steps * slowdown
+    batch = _first_root(lambda b: demand * decode.token_seconds(max(b, 1.0)) - b, decode.capacity)
+    if batch is None:
+        return _saturated(rate_per_s, decode, rho)
+    token_s = decode.token_seconds(max(batch, 1.0))
+    tpot = token_s * slowdown
+    wait = kingman_wait(rho, prefill.single.latency_s, arrival_cv, service_cv)
+    # A new prompt also waits for the decode forward in flight (mean residual: half an iteration).
+    residual = 0.5 * token_s if batch > 0 else 0.0
+    ttft = prefill.overhead_s + residual + wait + prefill.single.latency_s
+    return SteadyState(rate_per_s, batch, ttft, tpot, token_s, rho, wait + residual, saturated=False)
+
+
+def open_loop_disaggregated(
+    rate_per_s: float,
+    decode: DecodeService,
+    prefill: PrefillService,
+    output_tokens: float,
+    *,
+    prefill_workers: int,
+    decode_workers: int,
+    arrival_cv: float,
+    service_cv: float,
+) -> SteadyState:
+    """P/D: prefill workers share the rate, decode workers run undisturbed; batch is per decode worker."""
+    steps = max(output_tokens - 1.0, 0.0)
+    rho = rate_per_s / max(1, prefill_workers) * prefill.single.gpu_seconds_per_request
+    if rho >= 1.0:
+        return _saturated(rate_per_s, decode, rho)
+    demand = rate_per_s / max(1, decode_workers) * steps
+    batch = _first_root(lambda b: demand * decode.token_seconds(max(b, 1.0)) - b, decode.capacity)
+    if batch is None:
+        return _saturated(rate_per_s, decode, rho)
+    token_s = decode.token_seconds(max(batch, 1.0))
+    wait = kingman_wait(rho, prefill.single.latency_s, arrival_cv, service_cv)
+    ttft = prefill.overhead_s + wait + prefill.single.latency_s + prefill.handoff_s
+    return SteadyState(rate_per_s, batch, ttft, token_s, token_s, rho, wait, saturated=False)
+
+
+def _saturated(rate: float, decode: DecodeService, rho: float) -> SteadyState:
+    token_s = decode.token_seconds(max(decode.capacity, 1.0))
+    return SteadyState(rate, decode.capacity, math.inf, math.inf, token_s, min(rho, 1.0), math.inf, saturated=True)
+
+
+def max_rate_aggregated(decode: DecodeService, prefill: PrefillService, output_tokens: float) -> float:
+    """Rate at which the running batch reaches capacity: λ = B / ((OSL − 1)·D(B) + B·p) at B = capacity."""
+    capacity = max(decode.capacity, 1.0)
+    steps = max(output_tokens - 1.0, 0.0)
+    denominator = steps * decode.token_seconds(capacity) + capacity * prefill.single.gpu_seconds_per_request
+    return capacity / denominator if denominator > 0 else math.inf
+
+
+def max_rate_disaggregated(
+    decode: DecodeService, prefill: PrefillService, output_tokens: float, *, prefill_workers: int, decode_workers: int
+) -> float:
+    capacity = max(decode.capacity, 1.0)
+    steps = max(output_tokens - 1.0, 0.0)
+    decode_limit = decode_workers * capacity / (steps * decode.token_seconds(capacity)) if steps > 0 else math.inf
+    prefill_limit = prefill_workers / prefill.single.gpu_seconds_per_request
+    return min(decode_limit, prefill_limit)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Closed loop: `concurrency` clients, each sending its next request as soon as the previous one ends.
+
+
+@dataclass(frozen=True)
+class ClosedLoopResult:
+    rate_per_s: float
+    # Mean running requests per decode worker.
+    decode_batch: float
+    ttft_s: float
+    tpot_s: float
+    # Decode time per token at that batch without any prefill pause.
+    decode_token_s: float
+    # Mean wait for a free slot when the clients outnumber what the KV pool or the batch cap admits.
+    slot_wait_s: float
+
+
+def _wave_ttft(clients_per_prefill_worker: float, prefill: PrefillCost) -> tuple[float, float]:
+    """A synchronised wave: all prompts arrive at once and are prefilled in full chunks, one after another.
+
+    Returns (mean time until a request's prefill completes, prefill time of the whole wave): requests of the
+    k-th forward finish at k·t, so the mean over the wave is (P + t)/2.
+    """
+    total = clients_per_prefill_worker * prefill.gpu_seconds_per_request
+    return 0.5 * (total + prefill.latency_s), total
+
+
+def _effective_sync(wave_sync: float, wave_breakup: float, prefill_utilization: float) -> float:
+    """Waves survive while prefill is a small share of the GPU's time; every prefill that pauses a different
+    subset of requests spreads their completion times, so synchronisation decays as prefill load grows."""
+    return wave_sync * (1.0 - min(max(prefill_utilization, 0.0), 1.0)) ** wave_breakup
+
+
+def _solve_clients(implied_clients: Callable[[float], float], clients: float) -> float:
+    """Decode batch B in (0, clients] at which the steady state holds exactly `clients` requests in flight."""
+    f_hi = implied_clients(clients) - clients
+    if f_hi <= 0:
+        return clients
+    lo, hi = 1e-9 * clients, clients
+    f_lo = implied_clients(lo) - clients
+    if f_lo >= 0:
+        return lo
+    # f is increasing in B; flip signs for the shared root finder, which expects f(lo) > 0.
+    return _regula_falsi(lambda b: clients - implied_clients(b), lo, -f_lo, hi, -f_hi)
+
+
+def closed_loop_aggregated(
+    concurrency: float,
+    decode: DecodeService,
+    prefill: PrefillService,
+    output_tokens: float,
+    *,
+    wave_sync: float,
+    wave_breakup: float,
+    arrival_cv: float = 1.0,
+    service_cv: float = 0.0,
+) -> ClosedLoopResult:
+    steps = max(output_tokens - 1.0, 1.0)
+    running = max(1.0, min(concurrency, decode.capacity))
+    p_gpu = prefill.single.gpu_seconds_per_request
+    p_latency = prefill.single.latency_s
+
+    # Desynchronised steady state. Given the decode batch B: B = λ·steps·D/(1 − λp) gives λ; the clients in
+    # flight are λ·TTFT + B (Little); solve for the B that accounts for every running client.
+    def rate_at(batch: float) -> tuple[float, float]:
+        token_s = decode.token_seconds(max(batch, 1.0))
+        return batch / (steps * token_s + batch * p_gpu), token_s
+
+    def ttft_at(rate: float, token_s: float) -> float:
+        rho = min(rate * p_gpu, 0.999)
+        wait = kingman_wait(rho, p_latency, arrival_cv, service_cv)
+        return prefill.overhead_s + 0.5 * token_s + wait + p_latency
+
+    def implied(batch: float) -> float:
+        rate, token_s = rate_at(batch)
+        return rate * ttft_at(rate, token_s) + batch
+
+    batch = _solve_clients(implied, running)
+    rate, token_s = rate_at(batch)
+    desync_ttft = ttft_at(rate, token_s)
+    utilization = min(rate * p_gpu, 0.999)
+    desync_tpot = token_s / (1.0 - utilization)
+    wave_sync = _effective_sync(wave_sync, wave_breakup, utilization)
+
+    # Synchronised waves: decode runs the whole batch, the wave's prefills hold it up once per cycle.
+    token_full = decode.token_seconds(running)
+    wave_wait, wave_total = _wave_ttft(running, prefill.batched)
+    wave_ttft = prefill.overhead_s + wave_wait
+    wave_tpot = token_full + max(0.0, wave_total - wave_wait) / steps
+
+    ttft = wave_sync * wave_ttft + (1 - wave_sync) * desync_ttft
+    tpot = wave_sync * wave_tpot + (1 - wave_sync) * desync_tpot
+    throughput = running / (ttft + steps * tpot)
+    slot_wait = max(0.0, concurrency - running) / throughput
+    mean_batch = wave_sync * running + (1 - wave_sync) * batch
+    return ClosedLoopResult(throughput, mean_batch, ttft + slot_wait, tpot, token_full, slot_wait)
+
+
+def closed_loop_disaggregated(
+    concurrency: float,
+    decode: DecodeService,
+    prefill: PrefillService,
+    output_tokens: float,
+    *,
+    prefill_workers: int,
+    decode_workers: int,
+    wave_sync: float,
+    wave_breakup: float,
+    arrival_cv: float = 1.0,
+    service_cv: float = 0.0,
+) -> ClosedLoopResult:
+    steps = max(output_tokens - 1.0, 1.0)
+    running = max(1.0, min(concurrency, decode.capacity * decode_workers))
+    p_gpu = prefill.single.gpu_seconds_per_request
+    p_latency = prefill.single.latency_s
+
+    def ttft_at(rate: float) -> float:
+        rho = min(rate / max(1, prefill_workers) * p_gpu, 0.999)
+        wait = kingman_wait(rho, p_latency, arrival_cv, service_cv)
+        return prefill.overhead_s + wait + p_latency + prefill.handoff_s
+
+    def implied(total_batch: float) -> float:
+        per_worker = max(total_batch / max(1, decode_workers), 1.0)
+        rate = total_batch / (steps * decode.token_seconds(per_worker))
+        return rate * ttft_at(rate) + total_batch
+
+    total_batch = _solve_clients(implied, running)
+    per_worker = max(total_batch / max(1, decode_workers), 1.0)
+    desync_tpot = decode.token_seconds(per_worker)
+    desync_rate = total_batch / (steps * desync_tpot)
+    desync_ttft = ttft_at(desync_rate)
+    utilization = min(desync_rate / max(1, prefill_workers) * p_gpu, 0.999)
+    wave_sync = _effective_sync(wave_sync, wave_breakup, utilization)
+
+    full_per_worker = running / max(1, decode_workers)
+    wave_tpot = decode.token_seconds(max(full_per_worker, 1.0))
+    wave_wait, _ = _wave_ttft(running / max(1, prefill_workers), prefill.batched)
+    wave_ttft = prefill.overhead_s + wave_wait + prefill.handoff_s
+
+    ttft = wave_sync * wave_ttft + (1 - wave_sync) * desync_ttft
+    tpot = wave_sync * wave_tpot + (1 - wave_sync) * desync_tpot
+    throughput = running / (ttft + steps * tpot)
+    slot_wait = max(0.0, concurrency - running) / throughput
+    mean_batch = wave_sync * full_per_worker + (1 - wave_sync) * per_worker
+    return ClosedLoopResult(throughput, mean_batch, ttft + slot_wait, tpot, wave_tpot, slot_wait)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Percentiles
+
+
+_Z = {50: 0.0, 90: 1.2815515655446004, 95: 1.6448536269514722, 99: 2.3263478740408408}
+
+
+def lognormal_quantile(mean: float, cv: float, percentile: int) -> float:
+    """Quantile of a log-normal with this mean and coefficient of variation (cv = 0: the mean itself)."""
+    if cv <= 0 or mean <= 0:
+        return mean
+    sigma2 = math.log(1 + cv * cv)
+    return mean * math.exp(_Z[percentile] * math.sqrt(sigma2) - sigma2 / 2)
+
+
+def waiting_quantile(mean_wait: float, utilization: float, percentile: int) -> float:
+    """Quantile of a queueing delay: zero with probability 1 − ρ, otherwise exponential with mean W/ρ.
+
+    The standard heavy-traffic shape of a G/G/1 waiting time; it makes p99 blow up as ρ → 1 while p50 stays
+    at zero for a lightly loaded server.
+    """
+    if mean_wait <= 0 or utilization <= 0:
+        return 0.0
+    if not math.isfinite(mean_wait):
+        return math.inf
+    tail = 1 - percentile / 100
+    rho = min(utilization, 0.999999)
+    if tail >= rho:
+        return 0.0
+    return mean_wait / rho * math.log(rho / tail)
+
+
+def poisson_count_quantile(mean: float, dispersion: float, percentile: int) -> float:
+    """Normal approximation of a count with this mean and variance mean·dispersion (burstier arrivals: > 1)."""
+    if mean <= 0:
+        return 0.0
+    return max(0.0, mean + _Z[percentile] * math.sqrt(mean * max(dispersion, 0.0)))

@@ -1,0 +1,313 @@
+"""Rows of the silicon measurement CSV → (model, GPU, SGLang serving config, workload, concurrency, measured).
+
+The CSV (shared/data/silicon/silicon_measurements.csv, schema of NVIDIA AIConfigurator's silicon sample)
+describes each benchmark run in AIConfigurator's vocabulary, with a few encodings that need normalising
+before SGLang semantics apply. Every rule below is a documented assumption, not a measured fact:
+
+* **GPUs per worker.** AIConfigurator counts attention-DP ranks as GPUs: a worker is ``tp × attention_dp × pp``
+  GPUs, i.e. SGLang ``--tp = tp × attention_dp`` with ``--attn-dp = attention_dp``.
+* **Double-counted TP.** Some InferenceX dumps store ``tp_size = tp × ep`` with ``moe_tp = tp`` (ids say
+  ``tp4_ep4`` while ``tp_size`` is 16). When ``tp_size = moe_tp × moe_ep`` exceeds one node of an aggregated
+  run, the real TP is ``tp_size / moe_ep``.
+* **Wide expert parallelism.** A MoE worker with expert parallelism wider than one node, or one whose
+  attention heads do not split over its TP, runs SGLang's large-scale EP layout: attention-DP = EP = TP with
+  DeepEP all-to-all.
+* **Workers.** Missing prefill/decode worker counts are taken as one each.
+* **Concurrency.** ``batch_size``; else the ``silicon_concurrency=`` of ``silicon_data_source``; else decode
+  batch × decode workers × decode attention-DP.
+* **Formats.** ``moe_quant_mode``/``gemm_quant_mode``/``precision`` name the weight format (an empty one means
+  the model's reference precision). The KV cache is FP8 for FP4 runs and on Blackwell (the published SGLang
+  recipes there pass ``--kv-cache-dtype fp8_e4m3``), BF16 otherwise.
+* **Lengths.** InferenceX rows (``db-dump`` or dated ``source_file``) used ``--random-range-ratio 0.8``: lengths
+  uniform on [0.8, 1]·nominal, mean 0.9·nominal; AIConfigurator's own rows use fixed lengths.
+* **Server settings.** chunked-prefill size and max-running-requests are SGLang's defaults for that GPU.
+  ``--mem-fraction-static`` is 0.90, the value the published InferenceMAX SGLang recipes pass (B200 DSR1:
+  0.89, jyothisambolu/InferenceMAX README.md @01de5489), raised to 0.95 when the weights alone take more
+  than 85 % of the GPU (a recipe that fits DeepSeek-R1 FP8 on four B200s must have done so).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from frontier_operator.catalog.gpus import find_gpu
+from frontier_operator.catalog.models import find_model
+from frontier_operator.catalog.types import GpuSpec, ModelArch
+from frontier_operator.perf.errors import UnpredictableConfig
+from frontier_operator.perf.formats import resolve_formats
+from frontier_operator.perf.memory import (
+    DEFAULT_MAX_RUNNING_PER_RANK,
+    GB,
+    default_chunked_prefill_size,
+    weights_per_gpu_bytes,
+)
+from frontier_operator.perf.types import (
+    LengthDistribution,
+    MoeA2ABackend,
+    Role,
+    RoleDeployment,
+    ServingConfig,
+    WorkerConfig,
+    Workload,
+)
+
+SCHEMA_COLUMNS = (
+    "id",
+    "silicon_data_source",
+    "backend",
+    "backend_version",
+    "model_path",
+    "system",
+    "precision",
+    "mode",
+    "isl",
+    "osl",
+    "gemm_quant_mode",
+    "moe_quant_mode",
+    "batch_size",
+    "tp_size",
+    "pp_size",
+    "attention_dp_size",
+    "moe_tp_size",
+    "moe_ep_size",
+    "prefill_batch_size",
+    "prefill_num_workers",
+    "prefill_tp_size",
+    "prefill_pp_size",
+    "prefill_attention_dp_size",
+    "prefill_moe_tp_size",
+    "prefill_moe_ep_size",
+    "decode_batch_size",
+    "decode_num_workers",
+    "decode_tp_size",
+    "decode_pp_size",
+    "decode_attention_dp_size",
+    "decode_moe_tp_size",
+    "decode_moe_ep_size",
+    "silicon_ttft_ms",
+    "silicon_tpot_ms",
+)
+REQUIRED_COLUMNS = ("model_path", "system", "mode", "isl", "osl")
+
+# InferenceX's client draws lengths uniformly on [0.8, 1] x nominal (--random-range-ratio 0.8).
+RANGE_RATIO = 0.8
+RECIPE_MEM_FRACTION = 0.90
+TIGHT_MEM_FRACTION = 0.95
+TIGHT_WEIGHT_SHARE = 0.85
+_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
+
+
+@dataclass(frozen=True)
+class SiliconCase:
+    row_id: str
+    backend: str
+    model_path: str
+    arch: ModelArch
+    gpu: GpuSpec
+    config: ServingConfig
+    workload: Workload
+    concurrency: float
+    measured_ttft_ms: float | None
+    measured_tpot_ms: float | None
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The CSV as dictionaries; raises ValueError when a required column is missing."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+        return [dict(row) for row in reader]
+
+
+def _int(row: Mapping[str, str], key: str) -> int | None:
+    text = (row.get(key) or "").strip()
+    if not text:
+        return None
+    try:
+        return int(float(text))
+    except ValueError as error:
+        raise UnpredictableConfig(f"column {key} is not a number: {text!r}") from error
+
+
+def _float(row: Mapping[str, str], key: str) -> float | None:
+    text = (row.get(key) or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise UnpredictableConfig(f"column {key} is not a number: {text!r}") from error
+    return value if math.isfinite(value) else None
+
+
+def weight_format_of(row: Mapping[str, str], arch: ModelArch) -> str:
+    moe = (row.get("moe_quant_mode") or "").strip()
+    gemm = (row.get("gemm_quant_mode") or "").strip()
+    precision = (row.get("precision") or "").strip()
+    for candidate in ((moe or gemm) if arch.is_moe else (gemm or moe), precision):
+        if candidate:
+            return candidate
+    return arch.native_dtype
+
+
+def kv_format_of(weight_format: str, gpu: GpuSpec) -> str:
+    if "fp4" in weight_format.lower() or gpu.arch in ("sm100", "sm103"):
+        return "fp8_e4m3"
+    return "bf16"
+
+
+def _is_inferencex(row: Mapping[str, str]) -> bool:
+    source = row.get("silicon_data_source") or ""
+    return source.startswith("db-dump") or source.startswith("source_file=20")
+
+
+def _worker(
+    arch: ModelArch,
+    gpu: GpuSpec,
+    *,
+    tp: int,
+    pp: int,
+    attention_dp: int,
+    moe_tp: int,
+    ep: int,
+    weight_format: str,
+    aggregated: bool,
+) -> WorkerConfig:
+    sglang_tp = tp * attention_dp
+    if aggregated and arch.is_moe and ep > 1 and moe_tp > 1 and tp == moe_tp * ep and tp > gpu.gpus_per_node:
+        sglang_tp, attention_dp = tp // ep, 1
+    attention_tp = sglang_tp // max(1, attention_dp)
+    heads_split = arch.num_attention_heads % max(1, attention_tp) == 0
+    wide = not heads_split or (sglang_tp > gpu.gpus_per_node and ep > 1)
+    if arch.is_moe and wide:
+        attention_dp, ep = sglang_tp, sglang_tp
+    if not arch.is_moe:
+        ep = 1
+    elif sglang_tp % max(1, ep):
+        ep = math.gcd(sglang_tp, ep)
+    a2a = MoeA2ABackend.DEEPEP if arch.is_moe and attention_dp > 1 and ep > 1 else MoeA2ABackend.NONE
+    worker = WorkerConfig(
+        gpu=gpu.name,
+        gpus_per_node=gpu.gpus_per_node,
+        weight_format=weight_format,
+        kv_cache_format=kv_format_of(weight_format, gpu),
+        tp=sglang_tp,
+        max_running_requests=DEFAULT_MAX_RUNNING_PER_RANK * max(1, attention_dp),
+        chunked_prefill_size=default_chunked_prefill_size(gpu),
+        pp=pp,
+        attention_dp=max(1, attention_dp),
+        ep=max(1, ep),
+        moe_a2a_backend=a2a,
+        mem_fraction_static=RECIPE_MEM_FRACTION,
+    )
+    formats = resolve_formats(arch, gpu, worker.weight_format, worker.kv_cache_format)
+    weights_gb = weights_per_gpu_bytes(arch, formats, worker) / GB
+    if weights_gb > TIGHT_WEIGHT_SHARE * gpu.memory_gb:
+        worker = replace(worker, mem_fraction_static=TIGHT_MEM_FRACTION)
+    return worker
+
+
+def _role_worker(
+    row: Mapping[str, str], prefix: str, arch: ModelArch, gpu: GpuSpec, weight_format: str, *, aggregated: bool
+) -> WorkerConfig:
+    tp = _int(row, f"{prefix}tp_size")
+    if tp is None:
+        raise UnpredictableConfig(f"column {prefix}tp_size is empty")
+    return _worker(
+        arch,
+        gpu,
+        tp=tp,
+        pp=_int(row, f"{prefix}pp_size") or 1,
+        attention_dp=_int(row, f"{prefix}attention_dp_size") or 1,
+        moe_tp=_int(row, f"{prefix}moe_tp_size") or 1,
+        ep=_int(row, f"{prefix}moe_ep_size") or 1,
+        weight_format=weight_format,
+        aggregated=aggregated,
+    )
+
+
+def concurrency_of(row: Mapping[str, str]) -> float:
+    batch = _int(row, "batch_size")
+    if batch:
+        return float(batch)
+    match = _CONCURRENCY.search(row.get("silicon_data_source") or "")
+    if match:
+        return float(match.group(1))
+    decode_batch = _int(row, "decode_batch_size")
+    if decode_batch:
+        workers = _int(row, "decode_num_workers") or 1
+        ranks = _int(row, "decode_attention_dp_size") or 1
+        return float(decode_batch * workers * ranks)
+    raise UnpredictableConfig("no concurrency: batch_size, silicon_concurrency and decode_batch_size are all empty")
+
+
+def parse_row(row: Mapping[str, str]) -> SiliconCase:
+    """Raises UnpredictableConfig (with a reason) when the row names something outside the catalog or is incomplete."""
+    model_path = (row.get("model_path") or "").strip()
+    arch = find_model(model_path)
+    if arch is None:
+        raise UnpredictableConfig(f"model {model_path!r} is not in the catalog")
+    system = (row.get("system") or "").strip()
+    gpu = find_gpu(system)
+    if gpu is None:
+        raise UnpredictableConfig(f"GPU system {system!r} is not in the catalog")
+    isl, osl = _int(row, "isl"), _int(row, "osl")
+    if not isl or not osl:
+        raise UnpredictableConfig("isl and osl must be positive")
+    weight_format = weight_format_of(row, arch)
+    mode = (row.get("mode") or "").strip().lower()
+    if mode == "agg":
+        worker = _role_worker(row, "", arch, gpu, weight_format, aggregated=True)
+        roles: tuple[RoleDeployment, ...] = (RoleDeployment(Role.UNIFIED, worker, 1),)
+        transfer = None
+    elif mode == "disagg":
+        prefill = _role_worker(row, "prefill_", arch, gpu, weight_format, aggregated=False)
+        decode = _role_worker(row, "decode_", arch, gpu, weight_format, aggregated=False)
+        roles = (
+            RoleDeployment(Role.PREFILL, prefill, _int(row, "prefill_num_workers") or 1),
+            RoleDeployment(Role.DECODE, decode, _int(row, "decode_num_workers") or 1),
+        )
+        transfer = "nixl"
+    else:
+        raise UnpredictableConfig(f"mode {mode!r} is neither agg nor disagg")
+    scale, cv = (1.0, 0.0)
+    if _is_inferencex(row):
+        # Uniform on [r, 1]: mean (1 + r)/2, standard deviation (1 − r)/√12.
+        scale = (1 + RANGE_RATIO) / 2
+        cv = (1 - RANGE_RATIO) / math.sqrt(12) / scale
+    workload = Workload(
+        request_rate_per_s=0.0,
+        input_tokens=LengthDistribution(mean=isl * scale, cv=cv, max=isl),
+        output_tokens=LengthDistribution(mean=osl * scale, cv=cv, max=osl),
+        kind="random",
+    )
+    return SiliconCase(
+        row_id=(row.get("id") or "").strip(),
+        backend=(row.get("backend") or "").strip().lower(),
+        model_path=model_path,
+        arch=arch,
+        gpu=gpu,
+        config=ServingConfig(model=arch.name, roles=roles, transfer_backend=transfer),
+        workload=workload,
+        concurrency=concurrency_of(row),
+        measured_ttft_ms=_float(row, "silicon_ttft_ms"),
+        measured_tpot_ms=_float(row, "silicon_tpot_ms"),
+    )
+
+
+def iter_cases(rows: list[dict[str, str]], backend: str | None = None) -> Iterator[tuple[int, SiliconCase]]:
+    """(index, case) for every parseable row of `backend` (all backends when None); unparseable rows are skipped."""
+    for index, row in enumerate(rows):
+        if backend is not None and (row.get("backend") or "").strip().lower() != backend:
+            continue
+        try:
+            yield index, parse_row(row)
+        except UnpredictableConfig:
+            continue

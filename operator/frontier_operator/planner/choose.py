@@ -1,0 +1,79 @@
+"""Choosing: the safety margin, the SLO checks, the objective's ranking and the knee bisection.
+
+The margin protects the SLO against the model's own error: a prediction must stay under
+`limit / (1 + margin)`. It grows with the prediction's uncertainty (the relative 1-sigma error the
+performance model reports from its calibration residuals) and shrinks as this cluster's observations
+confirm the model (`calibration_confidence`, maintained by the tuning layer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from frontier_operator.perf.types import Prediction
+from frontier_operator.planner.types import Evaluated, Objective, SloBound, SloCheck
+
+# One-sided 90 % quantile of a normal error: a fresh, uncalibrated model keeps predictions 1.28 sigma
+# under the limit.
+MARGIN_Z = 1.28
+# A fully confident calibration keeps a quarter of that margin: observations tighten, never remove it.
+MARGIN_SHRINK_AT_FULL_CONFIDENCE = 0.75
+# Even an exact model leaves room for run-to-run jitter of real serving (a few % between windows).
+MIN_MARGIN = 0.02
+
+
+def safety_margin(uncertainty: float, calibration_confidence: float) -> float:
+    confidence = min(1.0, max(0.0, calibration_confidence))
+    scale = 1.0 - MARGIN_SHRINK_AT_FULL_CONFIDENCE * confidence
+    return max(MIN_MARGIN, MARGIN_Z * max(0.0, uncertainty) * scale)
+
+
+def check_slos(slos: Sequence[SloBound], prediction: Prediction, margin: float) -> tuple[SloCheck, ...]:
+    return tuple(SloCheck(bound, bound.predicted(prediction), bound.limit_s / (1 + margin)) for bound in slos)
+
+
+def worst_ratio(checks: Sequence[SloCheck]) -> float:
+    """How far the worst SLO is from its margin-shrunk limit: ≤ 1 means every SLO is met."""
+    return max((check.predicted_s / check.required_s for check in checks), default=0.0)
+
+
+def largest_passing(count: int, passes: Callable[[int], bool]) -> int:
+    """Largest index in [0, count) for which `passes` holds, assuming it holds for a prefix; -1 if none.
+
+    Bisection: about log2(count) calls instead of count, which is what keeps the knee search fast.
+    """
+    low, high = -1, count  # passes(low) is known true (or low = -1), passes(high) known false (or high = count)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if passes(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def objective_key(objective: Objective, candidate: Evaluated) -> tuple[float, ...]:
+    """Sort key, smaller is better: the objective, then the secondary concerns in a fixed order.
+
+    Replica counts are integers, so many fleets tie on cost or GPUs; the tie goes to the smaller
+    quality loss, then to fewer GPUs or lower cost, then to the larger latency headroom.
+    """
+    prediction = candidate.prediction
+    cost = round(prediction.cost_per_mtok, 9)
+    gpus = float(candidate.config.total_gpus)
+    quality = round(candidate.quality_loss_pct, 6)
+    latency = worst_ratio(candidate.checks)
+    if objective is Objective.MINIMIZE_GPUS:
+        return (gpus, quality, cost, latency)
+    if objective is Objective.MAXIMIZE_THROUGHPUT:
+        # The fleet is sized to the request rate, so "throughput" means what each GPU can sustain at the SLO.
+        capacity_per_gpu = prediction.max_request_rate_per_s / max(gpus, 1.0)
+        return (-capacity_per_gpu, quality, cost, gpus)
+    if objective is Objective.MINIMIZE_LATENCY:
+        return (latency, quality, cost, gpus)
+    return (cost, quality, gpus, latency)
+
+
+def rank(objective: Objective, candidates: Sequence[Evaluated]) -> list[Evaluated]:
+    """Feasible candidates, best first."""
+    return sorted((c for c in candidates if c.feasible), key=lambda c: objective_key(objective, c))

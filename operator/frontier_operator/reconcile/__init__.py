@@ -1,0 +1,1 @@
+"""Reconcile: from a parsed target, a plan and the observed children to the desired objects and status. Pure."""

@@ -1,0 +1,1 @@
+"""Tuning: observation + applied configuration + calibrated model → calibration and the next action. Pure."""
