@@ -45,9 +45,16 @@ def _plot(result: Plan | Infeasible, request: PlanRequest, path: str) -> None:
         if not points:
             continue
         speeds = [p.tokens_per_s_per_user for p in points]
-        style = "--" if curve.label == "baseline" else "-"
-        throughput_axis.plot(speeds, [p.tokens_per_s_per_gpu for p in points], style, marker=".", label=curve.label)
-        cost_axis.plot(speeds, [p.cost_per_mtok for p in points], style, marker=".", label=curve.label)
+        # The envelope of everything allowed is drawn wide and pale so that the curves it covers stay visible.
+        style: dict[str, Any] = {
+            "marker": ".",
+            "label": curve.label,
+            "linestyle": "--" if curve.label == "baseline" else "-",
+        }
+        if curve.label == "all allowed":
+            style |= {"linewidth": 5, "alpha": 0.3, "color": "grey"}
+        throughput_axis.plot(speeds, [p.tokens_per_s_per_gpu for p in points], **style)
+        cost_axis.plot(speeds, [p.cost_per_mtok for p in points], **style)
     speed = slo_speed(request)
     marked = result.chosen if isinstance(result, Plan) else result.nearest
     for axis, ylabel in ((throughput_axis, "output tokens/s per GPU"), (cost_axis, "$ per million output tokens")):

@@ -97,6 +97,14 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         "extra fixed cost per MoE layer per prefill forward (routing, token permutation, host synchronisation)",
     ),
     CoefficientSpec(
+        "mla_prefill_layer_overhead_us",
+        200.0,
+        0.0,
+        20000.0,
+        "µs",
+        "extra fixed cost per MLA layer per prefill forward (latent up-projection of the prefix, split RoPE path)",
+    ),
+    CoefficientSpec(
         "step_overhead_ms",
         1.0,
         0.0,
@@ -174,6 +182,7 @@ class Coefficients:
     layer_overhead_us: float
     prefill_layer_overhead_us: float
     moe_prefill_layer_overhead_us: float
+    mla_prefill_layer_overhead_us: float
     step_overhead_ms: float
     request_overhead_us: float
     collective_latency_us: float

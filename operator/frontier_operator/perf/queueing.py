@@ -220,7 +220,8 @@ def _wave_ttft(clients_per_prefill_worker: float, prefill: PrefillCost) -> tuple
 def _effective_sync(wave_sync: float, wave_breakup: float, prefill_utilization: float) -> float:
     """Waves survive while prefill is a small share of the GPU's time; every prefill that pauses a different
     subset of requests spreads their completion times, so synchronisation decays as prefill load grows."""
-    return wave_sync * (1.0 - min(max(prefill_utilization, 0.0), 1.0)) ** wave_breakup
+    remaining: float = (1.0 - min(max(prefill_utilization, 0.0), 1.0)) ** wave_breakup
+    return wave_sync * remaining
 
 
 def _solve_clients(implied_clients: Callable[[float], float], clients: float) -> float:

@@ -114,6 +114,9 @@ class SiliconCase:
     concurrency: float
     measured_ttft_ms: float | None
     measured_tpot_ms: float | None
+    # False when the row leaves part of the deployment to our assumptions (P/D worker counts missing);
+    # such rows are predicted but not used to fit coefficients.
+    fully_specified: bool = True
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -267,6 +270,7 @@ def parse_row(row: Mapping[str, str]) -> SiliconCase:
         worker = _role_worker(row, "", arch, gpu, weight_format, aggregated=True)
         roles: tuple[RoleDeployment, ...] = (RoleDeployment(Role.UNIFIED, worker, 1),)
         transfer = None
+        specified = True
     elif mode == "disagg":
         prefill = _role_worker(row, "prefill_", arch, gpu, weight_format, aggregated=False)
         decode = _role_worker(row, "decode_", arch, gpu, weight_format, aggregated=False)
@@ -275,6 +279,7 @@ def parse_row(row: Mapping[str, str]) -> SiliconCase:
             RoleDeployment(Role.DECODE, decode, _int(row, "decode_num_workers") or 1),
         )
         transfer = "nixl"
+        specified = bool(_int(row, "prefill_num_workers")) and bool(_int(row, "decode_num_workers"))
     else:
         raise UnpredictableConfig(f"mode {mode!r} is neither agg nor disagg")
     scale, cv = (1.0, 0.0)
@@ -299,6 +304,7 @@ def parse_row(row: Mapping[str, str]) -> SiliconCase:
         concurrency=concurrency_of(row),
         measured_ttft_ms=_float(row, "silicon_ttft_ms"),
         measured_tpot_ms=_float(row, "silicon_tpot_ms"),
+        fully_specified=specified,
     )
 
 

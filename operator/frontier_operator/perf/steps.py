@@ -109,7 +109,9 @@ def prefill_forward_seconds(
     c = hw.coefficients
     stage = forward_seconds(hw, work, c.prefill_layer_overhead_us * 1e-6, 0.0)
     moe_layers = hw.layout.inventory.moe_layers / hw.shape.pp
-    return hw.shape.pp * (stage + moe_layers * c.moe_prefill_layer_overhead_us * 1e-6)
+    mla_layers = hw.arch.num_layers / hw.shape.pp if hw.arch.mla is not None else 0.0
+    fixed = moe_layers * c.moe_prefill_layer_overhead_us + mla_layers * c.mla_prefill_layer_overhead_us
+    return hw.shape.pp * (stage + fixed * 1e-6)
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,12 @@ def difference(chosen: Evaluated, other: Evaluated) -> str:
         parts.append(describe_speculative(b) or "no speculation")
     if a.max_running_requests != b.max_running_requests:
         parts.append(f"cap {b.max_running_requests}")
+    prefill_a, prefill_b = chosen.config.role(Role.PREFILL), other.config.role(Role.PREFILL)
+    if prefill_a is not None and prefill_b is not None:
+        if describe_layout(prefill_a.worker) != describe_layout(prefill_b.worker):
+            parts.append(f"prefill {describe_layout(prefill_b.worker)}")
+        if prefill_a.replicas != prefill_b.replicas:
+            parts.append(f"{prefill_b.replicas} prefill replicas")
     return ", ".join(parts) or "replica count"
 
 

@@ -49,8 +49,8 @@ from frontier_operator.planner.types import (
 BUDGET_RELAXATION = 4
 # Predictions each re-plan may spend after its screen: a relaxation that helps is found among the first
 # jobs (they are ordered by bound), and an infeasible answer must stay as quick as a plan.
-RELAXATION_PREDICTION_BUDGET = 120
-DIAGNOSIS_PREDICTION_BUDGET = 360
+RELAXATION_PREDICTION_BUDGET = 80
+DIAGNOSIS_PREDICTION_BUDGET = 200
 
 
 def context_beyond_model(request: PlanRequest) -> Infeasible | None:

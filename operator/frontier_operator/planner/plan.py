@@ -48,7 +48,7 @@ def make_plan(request: PlanRequest, predictor: Predictor | PredictionCache) -> P
     points = outcome.points
     front = frontier([p for p in points if p.allowed])
     curves = technique_curves(points)
-    shifts = technique_shifts(request, outcome.candidates, points)
+    shifts = technique_shifts(request, outcome.candidates, points, outcome.tried)
     ranked = rank(request.objective, outcome.candidates)
     if not ranked:
         return diagnose(

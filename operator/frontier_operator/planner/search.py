@@ -149,6 +149,8 @@ class SearchOutcome:
     # Per SLO bound (by index): the lowest value any prediction reached, margin included — unloaded
     # fleets count, so a bound below it is out of reach of every configuration searched.
     best_seen: dict[int, float] = field(default_factory=dict)
+    # Technique sets tried, including those whose every layout missed a bound even unloaded.
+    tried: set[frozenset[Technique]] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -271,7 +273,10 @@ class _Search:
         formats = (*request.search.quantizations, *request.search.fallback_quantizations)
         kv_formats = (*request.search.kv_cache_formats, *request.search.fallback_kv_cache_formats)
         self.weight_formats = {fmt.name: fmt for fmt in formats}
-        self.prefill_screens: dict[Shape, tuple[_Screened, Prediction] | None] = {}
+        self.prefill_unloaded: dict[Shape, tuple[int, Prediction] | None] = {}
+        # Unloaded predictions that missed a TTFT bound, by layout without speculation: prefill does not
+        # change with the draft, so the speculative variants of a layout share the verdict.
+        self.ttft_hopeless: dict[tuple[str, WorkerConfig], Prediction] = {}
         # Hopeless jobs' fleets, evaluated only when nothing else meets the SLO: (how far off, job, fleet).
         self.deferred: list[tuple[float, _Job, Callable[[], Evaluated]]] = []
         self.kv_formats = {fmt.name: fmt for fmt in kv_formats}
@@ -428,13 +433,14 @@ class _Search:
         speculative = decode_partner.speculative
         sample = replace(prefills[0].worker, max_running_requests=1, speculative=speculative)
         rejection = check_fleet(self._pd_config(sample, 1, decode_partner, 1), (ctx.pool,))
-        if rejection is not None:
+        # The budget is each pair's business (sizing checks it); the P/D rules are the group's.
+        if rejection is not None and rejection.reason is not RejectionReason.OVER_BUDGET:
             self.outcome.rejections.append(rejection)
             return []
         prefill_finalists, hopeless = self._prefill_finalists(prefills, replace(decode_partner, speculative=None))
         jobs = []
         for prefill in prefill_finalists:
-            for decode in decode_finalists[:PD_DECODE_FINALISTS]:
+            for decode in _finalists(decode_finalists, PD_DECODE_FINALISTS):
                 techniques = prefill.shape.techniques | decode.shape.techniques | {Technique.DISAGGREGATION}
                 allowed = prefill.shape.allowed and decode.shape.allowed
                 prefill_gpus = self._minimum_replicas(prefill.capacity) * prefill.shape.worker.gpus
@@ -456,48 +462,62 @@ class _Search:
                 )
         return jobs
 
-    def _screen_prefill(self, shape: Shape, decode_partner: WorkerConfig) -> tuple[_Screened, Prediction] | None:
-        """Capacity of one prefill replica (decode never binds), and its latencies unloaded; cached per shape."""
-        if shape in self.prefill_screens:
-            return self.prefill_screens[shape]
+    def _unloaded_prefill(self, shape: Shape, decode_partner: WorkerConfig) -> tuple[int, Prediction] | None:
+        """A prefill shape's top cap and its latencies with both roles generously replicated; cached per shape."""
+        if shape in self.prefill_unloaded:
+            return self.prefill_unloaded[shape]
         top = self._top_cap(shape)
         result = None
         if top is not None:
             worker = replace(shape.worker, max_running_requests=top)
+            config = self._pd_config(worker, GENEROUS_REPLICAS, decode_partner, GENEROUS_REPLICAS)
             try:
-                capacity = self._predict(
-                    shape.pool, self._pd_config(worker, 1, decode_partner, GENEROUS_REPLICAS)
-                ).max_request_rate_per_s
-                unloaded = self._predict(
-                    shape.pool, self._pd_config(worker, GENEROUS_REPLICAS, decode_partner, GENEROUS_REPLICAS)
-                )
+                unloaded = self._predict(shape.pool, config)
                 self._observe(unloaded)
-                result = (_Screened(shape, top, capacity), unloaded)
+                result = (top, unloaded)
             except UnpredictableConfig as error:
                 self._reject(shape.worker, RejectionReason.UNPREDICTABLE, error.reason)
-        self.prefill_screens[shape] = result
+        self.prefill_unloaded[shape] = result
         return result
+
+    def _prefill_capacity(self, shape: Shape, top: int, decode_partner: WorkerConfig) -> _Screened | None:
+        """Requests/s one prefill replica sustains (decode never binds)."""
+        worker = replace(shape.worker, max_running_requests=top)
+        try:
+            probe = self._pd_config(worker, 1, decode_partner, GENEROUS_REPLICAS)
+            return _Screened(shape, top, self._predict(shape.pool, probe).max_request_rate_per_s)
+        except UnpredictableConfig as error:
+            self._reject(shape.worker, RejectionReason.UNPREDICTABLE, error.reason)
+            return None
 
     def _prefill_finalists(self, shapes: list[Shape], decode_partner: WorkerConfig) -> tuple[list[_Screened], bool]:
         """The cheapest prefill shapes per request among those that meet the TTFT bound unloaded.
 
-        When none does, the one that comes closest stays (flagged hopeless), so that an infeasible answer
-        can still name the nearest P/D fleet.
+        Only those get a capacity probe. When none meets it, the one that comes closest stays (flagged
+        hopeless), so that an infeasible answer can still name the nearest P/D fleet.
         """
         ttft = [b for b in self.request.slos if b.metric is SloMetric.TTFT]
-        ranked: list[tuple[float, _Screened]] = []
+        closeness: list[tuple[float, Shape, int]] = []
         for shape in shapes:
-            screened = self._screen_prefill(shape, decode_partner)
-            if screened is None:
+            unloaded = self._unloaded_prefill(shape, decode_partner)
+            if unloaded is None:
                 continue
-            candidate, unloaded = screened
-            checks = check_slos(ttft, unloaded, self._margin(unloaded))
-            ranked.append((max((c.predicted_s / c.required_s for c in checks), default=0.0), candidate))
-        meeting = sorted((c for worst, c in ranked if worst <= 1.0), key=lambda c: c.gpu_seconds_per_request)
+            top, prediction = unloaded
+            checks = check_slos(ttft, prediction, self._margin(prediction))
+            closeness.append((max((c.predicted_s / c.required_s for c in checks), default=0.0), shape, top))
+        meeting = [
+            screened
+            for worst, shape, top in closeness
+            if worst <= 1.0 and (screened := self._prefill_capacity(shape, top, decode_partner)) is not None
+        ]
         if meeting:
-            return meeting[:PD_PREFILL_FINALISTS], False
-        closest = min(ranked, key=lambda item: item[0], default=None)
-        return ([closest[1]] if closest is not None else []), True
+            ranked = sorted(meeting, key=lambda c: c.gpu_seconds_per_request)
+            return _finalists(ranked, PD_PREFILL_FINALISTS), False
+        nearest = sorted(closeness, key=lambda item: item[0])
+        narrow = [item for item in nearest if Technique.WIDE_EP not in item[1].techniques]
+        keep = {id(item): item for item in (*nearest[:1], *narrow[:1])}.values()
+        probed = [self._prefill_capacity(shape, top, decode_partner) for _, shape, top in keep]
+        return [s for s in probed if s is not None], True
 
     # ------------------------------------------------------------------------------------ the knee
 
@@ -623,22 +643,10 @@ class _Search:
         )
         if job.allowed:
             self.deferred.append((worst.predicted_s / worst.required_s, job, fleet))
-        # Unloaded is the fastest this job gets per user: a point (a poor one) of its frontier.
-        self.outcome.points.append(
-            FrontierPoint(
-                summary=f"{job.pool.name}: {describe_worker(screened.shape.worker)} unloaded",
-                pool=job.pool.name,
-                techniques=job.techniques,
-                tokens_per_s_per_user=unloaded.output_tokens_per_s_per_user,
-                tokens_per_s_per_gpu=unloaded.output_tokens_per_s_per_gpu,
-                cost_per_mtok=unloaded.cost_per_mtok,
-                gpus=screened.shape.worker.gpus,
-                meets_slo=False,
-                allowed=job.allowed,
-            )
-        )
+        self.outcome.tried.add(job.techniques)
 
     def _record(self, job: _Job, evaluated: Evaluated) -> None:
+        self.outcome.tried.add(job.techniques)
         self.outcome.candidates.append(evaluated)
         self.incumbents.add(evaluated, job.groups)
         prediction = evaluated.prediction
@@ -695,8 +703,14 @@ class _Search:
         lowest = self._minimum_replicas(screened.capacity)
         # Unloaded (many replicas), every latency is as low as this shape gets: if a bound fails even then,
         # no cap or replica count fixes it.
-        unloaded = self._predict(job.pool, self._unified_config(top_worker, GENEROUS_REPLICAS * lowest))
-        self._observe(unloaded)
+        layout = (job.pool.name, replace(shape.worker, speculative=None, max_running_requests=1))
+        unloaded = self.ttft_hopeless.get(layout)
+        if unloaded is None:
+            unloaded = self._predict(job.pool, self._unified_config(top_worker, GENEROUS_REPLICAS * lowest))
+            self._observe(unloaded)
+            ttft = [b for b in self.request.slos if b.metric is SloMetric.TTFT]
+            if not self._all_met(ttft, unloaded):
+                self.ttft_hopeless[layout] = unloaded
         if not self._all_met(self.request.slos, unloaded):
             rate = self.request.workload.request_rate_per_s
             self._hopeless(job, unloaded, lambda: _smallest_passing(attempt(top_worker, None), lowest, lowest, rate))
@@ -724,7 +738,7 @@ class _Search:
         start = (self._minimum_replicas(prefill.capacity), self._minimum_replicas(decode.capacity))
         if job.hopeless:
             config = self._pd_config(prefill_worker, start[0], top_decode, start[1])
-            prefill_screen = self.prefill_screens.get(prefill.shape)
+            prefill_screen = self.prefill_unloaded.get(prefill.shape)
             assert prefill_screen is not None
             self._hopeless(
                 job,
@@ -801,6 +815,19 @@ class _Search:
                     self._record(job, fleet())
                 except UnpredictableConfig:
                     continue
+
+
+def _finalists(ranked: Sequence[_Screened], count: int) -> list[_Screened]:
+    """The first `count` shapes, plus the best narrow-EP one if none is narrow.
+
+    Keeping a narrow shape lets the technique comparison see P/D without wide EP.
+    """
+    chosen = list(ranked[:count])
+    if all(Technique.WIDE_EP in s.shape.techniques for s in chosen):
+        narrow = next((s for s in ranked if Technique.WIDE_EP not in s.shape.techniques), None)
+        if narrow is not None:
+            chosen.append(narrow)
+    return chosen
 
 
 def _acceptable(candidate: Evaluated) -> bool:

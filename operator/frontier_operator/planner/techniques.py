@@ -16,8 +16,9 @@ speed); it gives *no gain* when every point it adds is dominated by the baseline
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
+from frontier_operator.planner.enumerate import baseline_weight_format
 from frontier_operator.planner.frontier import best_at_speed, frontier
 from frontier_operator.planner.types import (
     PER_TOKEN_METRICS,
@@ -88,6 +89,13 @@ def _unavailable(request: PlanRequest, technique: Technique) -> tuple[ShiftEffec
         return ShiftEffect.NOT_APPLICABLE, f"{arch.name} is dense: no experts to spread"
     if technique is Technique.QUANTIZATION and len(search.quantizations) + len(search.kv_cache_formats) <= 2:
         return ShiftEffect.NOT_ALLOWED, "only the baseline formats are allowed"
+    baseline = baseline_weight_format(arch, (*search.quantizations, *search.fallback_quantizations))
+    if baseline is not None and baseline not in search.quantizations:
+        return (
+            ShiftEffect.NOT_APPLICABLE,
+            f"the baseline's {baseline.name} weights are not allowed, so {technique.value} is only tried together "
+            "with quantization",
+        )
     return ShiftEffect.NOT_APPLICABLE, "no legal configuration uses it alone on these GPUs"
 
 
@@ -98,7 +106,10 @@ def _gain(better: float | None, worse: float | None) -> float | None:
 
 
 def technique_shifts(
-    request: PlanRequest, candidates: Sequence[Evaluated], points: Sequence[FrontierPoint]
+    request: PlanRequest,
+    candidates: Sequence[Evaluated],
+    points: Sequence[FrontierPoint],
+    tried: Collection[frozenset[Technique]] = (),
 ) -> tuple[TechniqueShift, ...]:
     speed = slo_speed(request)
     baseline_points = [p for p in points if not p.techniques]
@@ -111,6 +122,10 @@ def technique_shifts(
     for technique in TECHNIQUE_ORDER:
         with_one = frozenset({technique})
         own_points = [p for p in points if technique in p.techniques and _within(p.techniques, with_one)]
+        if not own_points and any(technique in s and s <= with_one for s in tried):
+            note = f"with {technique.value} alone every configuration misses a bound even unloaded"
+            shifts.append(TechniqueShift(technique, ShiftEffect.NO_GAIN, None, None, None, None, note))
+            continue
         if not own_points:
             effect, note = _unavailable(request, technique)
             shifts.append(TechniqueShift(technique, effect, None, None, None, None, note))

@@ -107,9 +107,7 @@ def frontier_points(points: tuple[FrontierPoint, ...], chosen_cost: float | None
             output_tokens_per_second_per_gpu=round(point.tokens_per_s_per_gpu, 1),
             gpus=point.gpus,
             meets_slo=point.meets_slo,
-            delta_cost_percent=(
-                round((point.cost_per_mtok / chosen_cost - 1) * 100, 1) if chosen_cost else None
-            ),
+            delta_cost_percent=(round((point.cost_per_mtok / chosen_cost - 1) * 100, 1) if chosen_cost else None),
         )
         for point in ranked
     ]

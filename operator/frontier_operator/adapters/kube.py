@@ -1,0 +1,210 @@
+"""The Kubernetes side of the operator: apply, list, prune, read. The only module that writes objects.
+
+Writes use server-side apply with the field manager `frontier-operator`, so re-applying the same
+objects is a no-op and fields other controllers own (an HPA's replicas, a mesh's annotations) are
+left alone. Kinds are mapped to their REST paths by a fixed table: the operator only ever touches
+these kinds, and `manifests/` grants exactly these (a test compares the two).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from frontier_operator.reconcile.core import WORKLOAD_KINDS, ObservedWorkload
+
+FIELD_MANAGER = "frontier-operator"
+TARGET_LABEL = "frontier.dev/target"
+REVISION_LABEL = "frontier.dev/revision"
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    # Installed by an add-on (LeaderWorkerSet, prometheus-operator) rather than by Kubernetes itself.
+    optional_crd: bool = False
+
+    def collection_path(self, namespace: str) -> str:
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{prefix}/namespaces/{namespace}/{self.plural}"
+
+
+# Every kind the renderer emits (render/), in the order they are applied: identities first.
+OWNED_KINDS: dict[str, Resource] = {
+    "ServiceAccount": Resource("", "v1", "serviceaccounts"),
+    "Role": Resource("rbac.authorization.k8s.io", "v1", "roles"),
+    "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings"),
+    "Service": Resource("", "v1", "services"),
+    "Deployment": Resource("apps", "v1", "deployments"),
+    "LeaderWorkerSet": Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", optional_crd=True),
+    "PodDisruptionBudget": Resource("policy", "v1", "poddisruptionbudgets"),
+    "PodMonitor": Resource("monitoring.coreos.com", "v1", "podmonitors", optional_crd=True),
+}
+CONFIG_MAPS = Resource("", "v1", "configmaps")
+
+
+class KubeError(Exception):
+    """An API call failed; `status` is the HTTP status (0 when the server could not be reached)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+    @property
+    def retriable(self) -> bool:
+        return self.status in (0, 409, 429) or self.status >= 500
+
+
+class MissingKindError(KubeError):
+    """The API server does not know the kind: its CRD (LeaderWorkerSet, PodMonitor) is not installed."""
+
+
+def api_client() -> ApiClient:
+    """In-cluster credentials when running in a pod, else the kubeconfig (KUBECONFIG or ~/.kube/config)."""
+    try:
+        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
+    return ApiClient()
+
+
+def _call(
+    api: ApiClient,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    query: list[tuple[str, str]] | None = None,
+    content_type: str = "application/json",
+) -> Any:
+    """One request through the client's configuration (auth, TLS, proxy); the parsed JSON answer."""
+    _, url, headers, serialized, _ = api.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=query or [],
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    try:
+        response = api.call_api(method, url, header_params=headers, body=serialized, _request_timeout=30)
+        response.read()  # type: ignore[no-untyped-call]
+    except ApiException as exc:
+        raise KubeError(exc.status or 0, f"{method} {path}: {exc.status} {exc.reason}") from None
+    except Exception as exc:  # urllib3 and socket errors: the server is unreachable or timed out
+        raise KubeError(0, f"{method} {path}: {exc.__class__.__name__}: {exc}") from None
+    if not 200 <= response.status < 300:
+        raise KubeError(response.status, f"{method} {path}: {response.status} {_message(response.data)}")
+    return json.loads(response.data) if response.data else None
+
+
+def _message(data: bytes | None) -> str:
+    try:
+        return str(json.loads(data or b"{}").get("message", ""))[:300]
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _resource(kind: str) -> Resource:
+    try:
+        return OWNED_KINDS[kind]
+    except KeyError:
+        raise KubeError(422, f"the operator does not manage objects of kind {kind}") from None
+
+
+def apply(api: ApiClient, obj: dict[str, Any]) -> None:
+    resource = _resource(obj["kind"])
+    metadata = obj["metadata"]
+    path = f"{resource.collection_path(metadata['namespace'])}/{metadata['name']}"
+    try:
+        _call(
+            api,
+            "PATCH",
+            path,
+            body=obj,
+            content_type="application/apply-patch+yaml",
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+        )
+    except KubeError as error:
+        if error.status == 404 and resource.optional_crd:
+            raise MissingKindError(404, f"{obj['kind']} is not installed in the cluster (its CRD is missing)") from None
+        raise
+
+
+def _selector(target: str, revision: str | None = None) -> str:
+    selector = f"{TARGET_LABEL}={target}"
+    return f"{selector},{REVISION_LABEL}={revision}" if revision else selector
+
+
+def list_workloads(api: ApiClient, namespace: str, target: str) -> list[ObservedWorkload]:
+    """The target's Deployments and LeaderWorkerSets with their desired and ready replica counts."""
+    workloads = []
+    for kind in WORKLOAD_KINDS:
+        resource = OWNED_KINDS[kind]
+        try:
+            listed = _call(
+                api, "GET", resource.collection_path(namespace), query=[("labelSelector", _selector(target))]
+            )
+        except KubeError as error:
+            if error.status == 404 and resource.optional_crd:
+                continue
+            raise
+        workloads += [_observed(kind, item) for item in listed.get("items", [])]
+    return workloads
+
+
+def _observed(kind: str, item: dict[str, Any]) -> ObservedWorkload:
+    metadata, spec, status = item["metadata"], item.get("spec", {}), item.get("status") or {}
+    desired = int(spec.get("replicas", 1))
+    if kind == "LeaderWorkerSet":
+        # An LWS replica is a whole group; the controller counts groups whose every pod is ready.
+        ready = int(status.get("readyReplicas", 0))
+    else:
+        ready = (
+            int(status.get("readyReplicas", 0))
+            if status.get("observedGeneration", 0) >= metadata.get("generation", 0)
+            else 0
+        )
+    return ObservedWorkload(
+        kind=kind,
+        name=metadata["name"],
+        revision=metadata.get("labels", {}).get(REVISION_LABEL, ""),
+        desired=desired,
+        ready=ready,
+    )
+
+
+def prune_revisions(api: ApiClient, namespace: str, target: str, revisions: Iterable[str]) -> None:
+    """Delete every owned object of the given revisions, kind by kind."""
+    for revision in revisions:
+        for resource in OWNED_KINDS.values():
+            try:
+                _call(
+                    api,
+                    "DELETE",
+                    resource.collection_path(namespace),
+                    query=[("labelSelector", _selector(target, revision)), ("propagationPolicy", "Background")],
+                )
+            except KubeError as error:
+                if error.status == 404 and resource.optional_crd:
+                    continue
+                raise
+
+
+def read_config_map_key(api: ApiClient, namespace: str, name: str, key: str) -> str | None:
+    try:
+        config_map = _call(api, "GET", f"{CONFIG_MAPS.collection_path(namespace)}/{name}")
+    except KubeError as error:
+        if error.status == 404:
+            return None
+        raise
+    value = (config_map.get("data") or {}).get(key)
+    return value if isinstance(value, str) else None

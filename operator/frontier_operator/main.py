@@ -1,0 +1,85 @@
+"""Operator entry point: `kopf run -m frontier_operator.main` (or `frontier operator run`).
+
+Handlers are a few lines each: they call the controller and map its errors to Kopf's. Importing
+this module registers them, so tests re-import it to run a fresh operator.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+from prometheus_client import start_http_server
+
+from frontier_operator import metrics
+from frontier_operator.adapters import kube
+from frontier_operator.api.v1alpha1 import GROUP, PLURAL, VERSION
+from frontier_operator.controller import Controller
+from frontier_operator.settings import OperatorSettings
+
+PREFIX = "frontier.dev"
+SETTINGS = OperatorSettings.from_env()
+
+_controller: Controller | None = None
+
+
+def controller() -> Controller:
+    """One controller (and API client) per process, created on first use, after Kopf has logged in."""
+    global _controller  # noqa: PLW0603 - the process-wide client is created lazily on purpose
+    if _controller is None:
+        _controller = Controller(kube.api_client())
+    return _controller
+
+
+def _reconcile(body: kopf.Body, patch: kopf.Patch, trigger: str, *, force_apply: bool) -> None:
+    try:
+        step = controller().reconcile(body, force_apply=force_apply)
+    except kube.KubeError as error:
+        metrics.API_ERRORS.labels(str(error.status)).inc()
+        metrics.RECONCILES.labels(trigger, "retry" if error.retriable else "error").inc()
+        if error.retriable:
+            raise kopf.TemporaryError(str(error), delay=SETTINGS.retry_seconds) from None
+        raise kopf.PermanentError(str(error)) from None
+    for event in step.events:
+        kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+    if step.status_patch:
+        patch.status.update(step.status_patch)
+    metrics.RECONCILES.labels(trigger, "ok").inc()
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
+def reconcile_on_change(body: kopf.Body, patch: kopf.Patch, reason: str, **_: Any) -> None:
+    _reconcile(body, patch, str(reason), force_apply=True)
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=SETTINGS.recheck_seconds, idle=SETTINGS.recheck_seconds / 3)
+def reconcile_periodically(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    # A spec change not yet handled belongs to the change handler; racing it would act twice.
+    if body.get("status", {}).get("observedGeneration") != body.get("metadata", {}).get("generation"):
+        return
+    _reconcile(body, patch, "timer", force_apply=False)
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any) -> None:
+    # Kopf's bookkeeping goes into annotations under our prefix: the CRD's structural schema would
+    # prune anything Kopf wrote into an undeclared `status.kopf`.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=PREFIX, key="last-handled-configuration"
+    )
+    settings.persistence.finalizer = f"{PREFIX}/finalizer"
+    settings.posting.level = logging.INFO
+    # Two replicas elect one active operator through Kopf peering (ClusterKopfPeering "frontier-operator").
+    settings.peering.name = "frontier-operator"
+    settings.peering.mandatory = False
+    if SETTINGS.metrics_port:
+        try:
+            start_http_server(SETTINGS.metrics_port)
+        except OSError as error:  # the port is taken: keep reconciling, say so loudly
+            logger.warning("operator metrics not served on :%d: %s", SETTINGS.metrics_port, error)
+        else:
+            logger.info("operator metrics on :%d/metrics", SETTINGS.metrics_port)

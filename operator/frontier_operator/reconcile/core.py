@@ -1,0 +1,349 @@
+"""One reconcile step as a pure function: what to apply, what to prune, the new status, the Events.
+
+Level-triggered: the result depends only on the target, the planner's outcome and the workloads
+observed now, never on what happened in earlier calls, so running it twice changes nothing. A new
+revision is rolled out beside the old one; the old one is pruned only once the new one is ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from frontier_operator.api.errors import FieldError
+from frontier_operator.api.spec import FrontierTargetSpec
+from frontier_operator.api.status import (
+    MAX_LIST,
+    ConditionStatus,
+    ConditionType,
+    FrontierTargetStatus,
+    HistoryEntry,
+    PlanStatus,
+)
+from frontier_operator.planner.types import Infeasible, Plan
+from frontier_operator.reconcile.conditions import ConditionUpdate, apply_conditions, find_condition
+from frontier_operator.reconcile.plan_status import (
+    frontier_points,
+    infeasibility,
+    plan_status,
+    rejections,
+    technique_status,
+)
+from frontier_operator.reconcile.summary import build_summary
+
+WORKLOAD_KINDS = ("Deployment", "LeaderWorkerSet")
+TRUE, FALSE, UNKNOWN = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
+
+
+# ----------------------------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class InvalidSpec:
+    errors: tuple[FieldError, ...]
+
+
+@dataclass(frozen=True)
+class Planned:
+    plan: Plan
+    revision: str
+    objects: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class RenderFailed:
+    plan: Plan
+    reason: str
+    detail: str
+
+
+Outcome = InvalidSpec | Infeasible | Planned | RenderFailed
+
+
+@dataclass(frozen=True)
+class ObservedWorkload:
+    """An owned Deployment or LeaderWorkerSet as the API server reports it."""
+
+    kind: str
+    name: str
+    revision: str
+    desired: int
+    ready: int
+
+    @property
+    def is_ready(self) -> bool:
+        return self.ready >= self.desired
+
+
+@dataclass(frozen=True)
+class ReconcileInput:
+    # None when the spec could not be parsed (then `outcome` is InvalidSpec).
+    spec: FrontierTargetSpec | None
+    outcome: Outcome
+    observed: tuple[ObservedWorkload, ...]
+    current: FrontierTargetStatus
+    generation: int
+    now: str
+    # Re-apply every object (on create, update and resume), not only what is missing.
+    force_apply: bool = False
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+
+
+@dataclass(frozen=True)
+class EventNote:
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    apply: tuple[dict[str, Any], ...]
+    # Revisions whose owned objects are deleted (every kind, by the frontier.dev/revision label).
+    prune: tuple[str, ...]
+    status: FrontierTargetStatus
+    events: tuple[EventNote, ...]
+
+
+# ------------------------------------------------------------------------------------------------ logic
+
+
+def _camel(kebab: str) -> str:
+    return "".join(part.capitalize() for part in kebab.split("-"))
+
+
+def _wanted_workloads(objects: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Name → desired replicas of the workloads among the rendered objects."""
+    return {
+        obj["metadata"]["name"]: int(obj.get("spec", {}).get("replicas", 1))
+        for obj in objects
+        if obj.get("kind") in WORKLOAD_KINDS
+    }
+
+
+def _readiness(wanted: dict[str, int], observed: Sequence[ObservedWorkload]) -> tuple[bool, bool, str]:
+    """(all exist, all ready, a sentence) for the wanted workloads."""
+    by_name = {workload.name: workload for workload in observed}
+    missing = [name for name in wanted if name not in by_name]
+    ready = sum(min(by_name[name].ready, want) for name, want in wanted.items() if name in by_name)
+    desired = sum(wanted.values())
+    waiting = [name for name in wanted if name in by_name and not by_name[name].is_ready]
+    if missing:
+        return False, False, f"creating {', '.join(sorted(missing))}"
+    if waiting:
+        return True, False, f"{ready}/{desired} replicas ready; waiting for {', '.join(sorted(waiting))}"
+    return True, True, f"{desired}/{desired} replicas ready"
+
+
+def _revision_readiness(revision: str | None, observed: Sequence[ObservedWorkload]) -> tuple[bool, str]:
+    mine = [workload for workload in observed if workload.revision == revision]
+    if revision is None or not mine:
+        return False, "no workloads running"
+    ready = sum(min(w.ready, w.desired) for w in mine)
+    desired = sum(w.desired for w in mine)
+    return all(w.is_ready for w in mine), f"{ready}/{desired} replicas of revision {revision} ready"
+
+
+def _history(current: FrontierTargetStatus, entry: HistoryEntry) -> list[HistoryEntry]:
+    return [*current.history, entry][-MAX_LIST:]
+
+
+def reconcile(inputs: ReconcileInput) -> ReconcileResult:
+    """Decide one reconcile step."""
+    if isinstance(inputs.outcome, Planned):
+        return _planned(inputs, inputs.outcome)
+    return _not_planned(inputs, inputs.outcome)
+
+
+def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
+    current, observed = inputs.current, inputs.observed
+    revision = outcome.revision
+    wanted = _wanted_workloads(outcome.objects)
+    exist, ready, readiness = _readiness(wanted, [w for w in observed if w.revision == revision])
+    new_plan = plan_status(outcome.plan, revision)
+    events: list[EventNote] = []
+    previous_revision = current.plan.revision if current.plan else None
+    if previous_revision != revision:
+        first = outcome.plan.explanation[0] if outcome.plan.explanation else new_plan.config.summary
+        events.append(EventNote("Normal", "PlanChosen", f"revision {revision}: {first}"))
+
+    apply = outcome.objects if inputs.force_apply or not exist or previous_revision != revision else ()
+    old = {w.revision for w in observed if w.revision != revision}
+    if current.applied_revision and current.applied_revision != revision:
+        old.add(current.applied_revision)
+    prune = tuple(sorted(old)) if ready else ()
+    if prune:
+        events.append(EventNote("Normal", "Pruned", f"revision {revision} is ready; removed {', '.join(prune)}"))
+
+    history = list(current.history)
+    if ready and current.applied_revision != revision:
+        events.append(
+            EventNote("Normal", "RolledOut", f"revision {revision} serves traffic: {new_plan.config.summary}")
+        )
+        history = _history(
+            current,
+            HistoryEntry(
+                time=inputs.now,
+                action=f"rolled out {new_plan.config.summary}",
+                reason=_reason(outcome.plan),
+                revision=revision,
+            ),
+        )
+    updates = [
+        ConditionUpdate(ConditionType.PLAN_FEASIBLE, TRUE, "PlanChosen", new_plan.config.summary),
+        ConditionUpdate(
+            ConditionType.READY, TRUE if ready else FALSE, "WorkloadsReady" if ready else "WorkloadsNotReady", readiness
+        ),
+        ConditionUpdate(
+            ConditionType.PROGRESSING, FALSE if ready else TRUE, "RolledOut" if ready else "RollingOut", readiness
+        ),
+        ConditionUpdate(ConditionType.DEGRADED, FALSE, "AsExpected", "the plan rendered and applied"),
+        *_unknown_until_observed(current),
+    ]
+    return _result(
+        inputs,
+        updates,
+        events,
+        apply=apply,
+        prune=prune,
+        plan=new_plan,
+        applied=revision if ready else current.applied_revision,
+        history=history,
+        outcome=outcome.plan,
+    )
+
+
+def _reason(plan: Plan) -> str:
+    return plan.explanation[0] if plan.explanation else "chosen by the planner"
+
+
+def _unknown_until_observed(current: FrontierTargetStatus) -> list[ConditionUpdate]:
+    """SLOMet and MetricsAvailable belong to the tuning loop; until it reports they are Unknown."""
+    return [
+        ConditionUpdate(kind, UNKNOWN, "NotObservedYet", "no metrics window has been evaluated yet")
+        for kind in (ConditionType.SLO_MET, ConditionType.METRICS_AVAILABLE)
+        if find_condition(current.conditions, kind) is None
+    ]
+
+
+def _not_planned(inputs: ReconcileInput, outcome: InvalidSpec | Infeasible | RenderFailed) -> ReconcileResult:
+    """Nothing new is applied; whatever already runs keeps running and Ready keeps telling its truth."""
+    current = inputs.current
+    running_ready, running = _revision_readiness(current.applied_revision, inputs.observed)
+    ready = ConditionUpdate(
+        ConditionType.READY,
+        TRUE if running_ready else FALSE,
+        "WorkloadsReady" if running_ready else "NoServingRevision",
+        running,
+    )
+    if isinstance(outcome, InvalidSpec):
+        message = "; ".join(str(error) for error in outcome.errors)[:4000]
+        updates = [
+            ConditionUpdate(ConditionType.PLAN_FEASIBLE, FALSE, "InvalidSpec", message),
+            ConditionUpdate(ConditionType.PROGRESSING, FALSE, "InvalidSpec", "fix the spec to continue"),
+            ready,
+        ]
+        event = EventNote("Warning", "InvalidSpec", message)
+        return _result(
+            inputs,
+            updates,
+            _once(current, ConditionType.PLAN_FEASIBLE, updates[0], event),
+            plan=current.plan,
+            applied=current.applied_revision,
+            history=list(current.history),
+        )
+    if isinstance(outcome, RenderFailed):
+        message = f"{outcome.reason}: {outcome.detail}"
+        updates = [
+            ConditionUpdate(ConditionType.PLAN_FEASIBLE, TRUE, "PlanChosen", "a configuration meets the SLO"),
+            ConditionUpdate(ConditionType.DEGRADED, TRUE, "RenderFailed", message),
+            ConditionUpdate(ConditionType.PROGRESSING, FALSE, "RenderFailed", message),
+            ready,
+        ]
+        event = EventNote("Warning", "RenderFailed", message)
+        return _result(
+            inputs,
+            updates,
+            _once(current, ConditionType.DEGRADED, updates[1], event),
+            plan=current.plan,
+            applied=current.applied_revision,
+            history=list(current.history),
+        )
+    message = " ".join([outcome.summary, *(s.text for s in outcome.suggestions[:3])])[:4000]
+    updates = [
+        ConditionUpdate(ConditionType.PLAN_FEASIBLE, FALSE, _camel(outcome.reason.value), message),
+        ConditionUpdate(ConditionType.PROGRESSING, FALSE, "PlanInfeasible", "no configuration meets the SLO"),
+        ready,
+        *_unknown_until_observed(current),
+    ]
+    event = EventNote("Warning", "Infeasible", message)
+    return _result(
+        inputs,
+        updates,
+        _once(current, ConditionType.PLAN_FEASIBLE, updates[0], event),
+        plan=current.plan,
+        applied=current.applied_revision,
+        history=list(current.history),
+        outcome=outcome,
+    )
+
+
+def _once(
+    current: FrontierTargetStatus, kind: ConditionType, update: ConditionUpdate, event: EventNote
+) -> list[EventNote]:
+    """A Warning only when the condition changes, not on every timer tick that finds the same problem."""
+    before = find_condition(current.conditions, kind)
+    unchanged = before is not None and (before.status, before.reason, before.message) == (
+        update.status,
+        update.reason,
+        update.message,
+    )
+    return [] if unchanged else [event]
+
+
+def _result(
+    inputs: ReconcileInput,
+    updates: list[ConditionUpdate],
+    events: list[EventNote],
+    *,
+    plan: PlanStatus | None,
+    applied: str | None,
+    history: list[HistoryEntry],
+    apply: tuple[dict[str, Any], ...] = (),
+    prune: tuple[str, ...] = (),
+    outcome: Plan | Infeasible | None = None,
+) -> ReconcileResult:
+    current, spec = inputs.current, inputs.spec
+    conditions = apply_conditions(current.conditions, updates, inputs.now, inputs.generation)
+    changes: dict[str, Any] = {
+        "observed_generation": inputs.generation,
+        "conditions": conditions,
+        "plan": plan,
+        "applied_revision": applied,
+        "history": history,
+    }
+    if isinstance(outcome, Plan):
+        chosen_cost = outcome.chosen.prediction.cost_per_mtok
+        changes |= {
+            "frontier": frontier_points(outcome.frontier, chosen_cost),
+            "rejected": rejections(outcome.runner_ups, outcome.rejections),
+            "techniques": technique_status(outcome.technique_shifts),
+            "infeasible": None,
+        }
+    elif isinstance(outcome, Infeasible):
+        changes |= {
+            "frontier": frontier_points(outcome.frontier, None),
+            "rejected": rejections((), outcome.rejections),
+            "techniques": technique_status(outcome.technique_shifts),
+            "infeasible": infeasibility(outcome),
+        }
+    if spec is not None:
+        observed = current.observed
+        changes["summary"] = build_summary(
+            spec, conditions, plan, observed.ttft_ms if observed else None, observed.tpot_ms if observed else None
+        )
+    status = current.model_copy(update=changes)
+    return ReconcileResult(apply=apply, prune=prune, status=status, events=tuple(events))

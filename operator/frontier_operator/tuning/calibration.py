@@ -1,0 +1,345 @@
+"""Calibration: how far this cluster's real latencies sit from the performance model, learnt per role.
+
+For each role and latency metric (TTFT, TPOT) the state holds a log-correction `c` — the model's
+prediction times `exp(c)` is the best guess of what the fleet will show — with its variance. Every window
+with enough requests is one noisy measurement `y = log(observed / predicted)` (prediction at the
+*observed* workload, so a traffic change is not mistaken for a model error), averaged over p50 and p90.
+A scalar Kalman filter combines them:
+
+* the prior is `c = 0` with the model's own relative error as its standard deviation;
+* the measurement noise is run-to-run jitter, plus the sampling error of a percentile of `n` requests
+  (shrinks as `1/√n`), plus the resolution of SGLang's histogram buckets at that latency (a quantile
+  interpolated inside a wide bucket cannot be trusted to better than the bucket's width);
+* a small process noise per window lets the correction follow a slowly changing truth (engine upgrade,
+  thermal throttling, noisy neighbours) instead of freezing.
+
+Confidence (0–1) is how much the standard deviation has shrunk from the prior; the planner shrinks its
+safety margin with it.
+
+**Drift.** The plan in force was made with some correction; when the observation departs from what that
+plan assumed by more than a threshold — and by more than twice the measurement noise — for N windows in
+a row, the state reports `ModelDrift` and the decision layer re-plans with the corrected model. `rebase`
+records the correction the new plan uses, which clears the drift.
+
+**Other configurations.** A model's error is partly shared by every configuration on this cluster
+(kernels, framework overhead) and partly specific to one layout. With the two parts of equal prior
+variance, observing one configuration moves the others by half the correction (`SHARED_ERROR_SHARE`), and
+their uncertainty shrinks less (see `transferred`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from frontier_operator.perf.types import Percentiles, Prediction, Role, ServingConfig
+from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
+from frontier_operator.tuning.structure import latency_role, structure_key, worker_key
+from frontier_operator.tuning.workload import WorkloadEstimate, update_workload
+
+# SGLang 0.5.23's default histogram buckets, seconds (sglang-0.5.23.md §7.3).
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+ITL_BUCKETS = (
+    0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+    0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1, 2, 4, 6, 8,
+)  # fmt: skip
+
+# Percentiles each window's measurement averages: robust with a few hundred requests, unlike p99.
+CALIBRATION_PERCENTILES = (50, 90)
+# Share of a model's log error common to every configuration of the cluster (equal prior variances of the
+# shared and the configuration-specific parts).
+SHARED_ERROR_SHARE = 0.5
+# Prior standard deviation (log space) when the prediction reports no uncertainty of its own.
+DEFAULT_PRIOR_SIGMA = 0.25
+
+
+class LatencyMetric(StrEnum):
+    TTFT = "ttft"
+    TPOT = "tpot"
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    # Requests a window needs before it counts as a measurement.
+    min_samples: int = 50
+    # Log-space standard deviation by which the true correction may wander per window.
+    process_noise: float = 0.01
+    # Window-to-window jitter of real serving at a fixed load (relative).
+    jitter: float = 0.03
+    # Relative standard error of a percentile times √n: for log-normal latencies with σ ≈ 0.5 the
+    # median's is σ·√(p(1−p))/φ(z) ≈ 0.63 and p90's ≈ 0.61.
+    quantile_spread: float = 0.63
+    # Drift: observed / planned departs by more than this, for this many windows in a row.
+    drift_threshold: float = 0.20
+    drift_windows: int = 3
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The log-correction of one role's metric, its variance and the evidence behind it."""
+
+    role: Role
+    metric: LatencyMetric
+    log_factor: float
+    variance: float
+    prior_variance: float
+    # The correction the plan in force was made with (drift is measured against it).
+    planned_log_factor: float
+    samples: int = 0
+    windows: int = 0
+    drift_streak: int = 0
+    # Last window: observed and raw-model values at the calibration percentiles' geometric mean.
+    last_observed_s: float | None = None
+    last_predicted_s: float | None = None
+
+    @property
+    def factor(self) -> float:
+        return math.exp(self.log_factor)
+
+    @property
+    def sigma(self) -> float:
+        return math.sqrt(self.variance)
+
+    @property
+    def confidence(self) -> float:
+        if self.prior_variance <= 0:
+            return 0.0
+        return min(1.0, max(0.0, 1.0 - math.sqrt(self.variance / self.prior_variance)))
+
+    @property
+    def error(self) -> float | None:
+        """Last window's relative error of the raw model: observed / predicted − 1."""
+        if self.last_observed_s is None or not self.last_predicted_s:
+            return None
+        return self.last_observed_s / self.last_predicted_s - 1.0
+
+
+@dataclass(frozen=True)
+class ModelDrift:
+    """Observed latency departs from what the plan in force assumed, for `windows` windows in a row."""
+
+    role: Role
+    metric: LatencyMetric
+    windows: int
+    observed_s: float
+    planned_s: float
+    corrected_factor: float
+
+    @property
+    def error(self) -> float:
+        return self.observed_s / self.planned_s - 1.0
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.role.value} {self.metric.value.upper()} observed {self.observed_s * 1e3:.4g} ms vs "
+            f"{self.planned_s * 1e3:.4g} ms planned ({self.error:+.0%}) for {self.windows} windows; "
+            f"corrected model factor ×{self.corrected_factor:.3g}"
+        )
+
+
+@dataclass(frozen=True)
+class CalibrationState:
+    estimates: tuple[Estimate, ...] = ()
+    workload: WorkloadEstimate = WorkloadEstimate()
+    # Structure key (`structure.structure_key`, no pool) of the configuration the estimates were observed
+    # on, and the keys of its workers (`structure.worker_key`).
+    reference: str | None = None
+    reference_workers: frozenset[str] = frozenset()
+    updated_at: float | None = None
+    settings: CalibrationSettings = CalibrationSettings()
+
+    def estimate(self, role: Role, metric: LatencyMetric) -> Estimate | None:
+        return next((e for e in self.estimates if e.role is role and e.metric is metric), None)
+
+    def of_metric(self, metric: LatencyMetric) -> Estimate | None:
+        """The estimate of `metric` whatever its role (one per metric is kept for the reference config)."""
+        return next((e for e in self.estimates if e.metric is metric), None)
+
+    @property
+    def confidence(self) -> float:
+        """For the planner: the least confident metric, 0 before any measurement."""
+        return min((e.confidence for e in self.estimates), default=0.0)
+
+    @property
+    def drift(self) -> tuple[ModelDrift, ...]:
+        drifts = []
+        for e in self.estimates:
+            if e.drift_streak < self.settings.drift_windows or e.last_observed_s is None or not e.last_predicted_s:
+                continue
+            planned = e.last_predicted_s * math.exp(e.planned_log_factor)
+            drifts.append(ModelDrift(e.role, e.metric, e.drift_streak, e.last_observed_s, planned, e.factor))
+        return tuple(drifts)
+
+
+# ------------------------------------------------------------------------------------------ measurement
+
+
+def bucket_resolution(value: float, buckets: tuple[float, ...]) -> float:
+    """Relative standard error of a quantile interpolated inside the histogram bucket holding `value`.
+
+    Linear interpolation inside a bucket is off by up to half its width; as a uniform error that is
+    width / √12. Beyond the last finite bucket Prometheus can only answer the last bound: error 1.
+    """
+    if value <= 0:
+        return 1.0
+    index = bisect.bisect_left(buckets, value)
+    if index >= len(buckets):
+        return 1.0
+    low = buckets[index - 1] if index > 0 else 0.0
+    return (buckets[index] - low) / value / math.sqrt(12.0)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    log_ratio: float
+    noise_variance: float
+    observed_s: float
+    predicted_s: float
+    samples: int
+
+
+def measure(
+    observed: Percentiles | None,
+    predicted: Percentiles,
+    samples: int,
+    buckets: tuple[float, ...],
+    settings: CalibrationSettings,
+) -> Measurement | None:
+    """One window's `log(observed / predicted)` with its noise variance; None without usable data."""
+    if observed is None or samples < settings.min_samples:
+        return None
+    pairs = [(observed.at(p), predicted.at(p)) for p in CALIBRATION_PERCENTILES]
+    usable = [(o, m) for o, m in pairs if o > 0 and math.isfinite(o) and m > 0 and math.isfinite(m)]
+    if len(usable) != len(pairs):
+        return None
+    observed_mean = math.exp(sum(math.log(o) for o, _ in usable) / len(usable))
+    predicted_mean = math.exp(sum(math.log(m) for _, m in usable) / len(usable))
+    resolution = max(bucket_resolution(o, buckets) for o, _ in usable)
+    noise = settings.jitter**2 + settings.quantile_spread**2 / samples + resolution**2
+    return Measurement(math.log(observed_mean / predicted_mean), noise, observed_mean, predicted_mean, samples)
+
+
+# ------------------------------------------------------------------------------------------- filtering
+
+
+def initial_estimate(role: Role, metric: LatencyMetric, prior_sigma: float) -> Estimate:
+    sigma = prior_sigma if prior_sigma > 0 else DEFAULT_PRIOR_SIGMA
+    return Estimate(role, metric, 0.0, sigma**2, sigma**2, 0.0)
+
+
+def transferred(source: Estimate, role: Role, prior_sigma: float) -> Estimate:
+    """The prior for another configuration, from what `source` learnt about its own.
+
+    Log error = shared + specific, each of variance u²/2 (u = the model's error). Given the source's
+    posterior (c, P), the shared part is ρ·c with variance u²/2 − ρ²(u² − P), ρ = ½; adding the new
+    configuration's own specific part gives u² − ρ²(u² − P).
+    """
+    u2 = (prior_sigma if prior_sigma > 0 else DEFAULT_PRIOR_SIGMA) ** 2
+    rho = SHARED_ERROR_SHARE
+    variance = u2 - rho**2 * max(0.0, u2 - source.variance)
+    mean = rho * source.log_factor
+    return Estimate(role, source.metric, mean, variance, u2, mean, samples=source.samples, windows=source.windows)
+
+
+def _drifting(estimate: Estimate, measurement: Measurement, threshold: float) -> bool:
+    departure = measurement.log_ratio - estimate.planned_log_factor
+    beyond_threshold = abs(math.expm1(departure)) > threshold
+    beyond_noise = abs(departure) > 2.0 * math.sqrt(measurement.noise_variance)
+    return beyond_threshold and beyond_noise
+
+
+def filtered(estimate: Estimate, measurement: Measurement, settings: CalibrationSettings) -> Estimate:
+    prior_variance = estimate.variance + settings.process_noise**2
+    gain = prior_variance / (prior_variance + measurement.noise_variance)
+    streak = estimate.drift_streak + 1 if _drifting(estimate, measurement, settings.drift_threshold) else 0
+    return replace(
+        estimate,
+        log_factor=estimate.log_factor + gain * (measurement.log_ratio - estimate.log_factor),
+        variance=(1.0 - gain) * prior_variance,
+        samples=estimate.samples + measurement.samples,
+        windows=estimate.windows + 1,
+        drift_streak=streak,
+        last_observed_s=measurement.observed_s,
+        last_predicted_s=measurement.predicted_s,
+    )
+
+
+# ------------------------------------------------------------------------------------------ the update
+
+
+def _latency_group(observation: Observation, variant: Variant, ttft: bool) -> GroupObservation | None:
+    """TTFT and TPOT as the client sees them: the unified pods, else decode (it streams the tokens)."""
+    roles = (Role.UNIFIED, Role.DECODE, Role.PREFILL) if ttft else (Role.UNIFIED, Role.DECODE)
+    for role in roles:
+        group = observation.group(role, variant)
+        if group is not None and (group.ttft if ttft else (group.tpot or group.itl)) is not None:
+            return group
+    return None
+
+
+def _rebased_on(state: CalibrationState, config: ServingConfig, prior_sigma: float) -> CalibrationState:
+    """Estimates moved to a new reference configuration: same structure keeps them, another transfers them."""
+    key = structure_key(config)
+    if state.reference == key:
+        return state
+    moved = []
+    for metric in LatencyMetric:
+        role = latency_role(config, metric is LatencyMetric.TTFT)
+        source = state.of_metric(metric)
+        if source is None:
+            continue
+        moved.append(transferred(source, role, prior_sigma) if state.reference is not None else source)
+    workers = frozenset(worker_key(role.worker) for role in config.roles)
+    return replace(state, estimates=tuple(moved), reference=key, reference_workers=workers)
+
+
+def update_calibration(
+    state: CalibrationState,
+    observation: Observation | None,
+    config: ServingConfig,
+    prediction: Prediction,
+    now: float,
+    *,
+    variant: Variant = Variant.STABLE,
+) -> CalibrationState:
+    """Fold one window of `variant`'s pods into the state.
+
+    `prediction` is the raw model's for `config` at the workload those pods served in the window
+    (`workload.variant_workload`); no observation, or too few requests, leaves the estimates as they were.
+    """
+    if observation is None:
+        return state
+    settings = state.settings
+    state = _rebased_on(state, config, prediction.uncertainty)
+    if variant is Variant.STABLE:
+        state = replace(state, workload=update_workload(state.workload, observation))
+    estimates = {(e.role, e.metric): e for e in state.estimates}
+    for metric in LatencyMetric:
+        is_ttft = metric is LatencyMetric.TTFT
+        group = _latency_group(observation, variant, is_ttft)
+        if group is None:
+            continue
+        if is_ttft:
+            observed, predicted, buckets = group.ttft, prediction.ttft, TTFT_BUCKETS
+        elif group.tpot is not None:
+            observed, predicted, buckets = group.tpot, prediction.tpot, ITL_BUCKETS
+        else:
+            observed, predicted, buckets = group.itl, prediction.itl, ITL_BUCKETS
+        measurement = measure(observed, predicted, group.samples, buckets, settings)
+        if measurement is None:
+            continue
+        role = latency_role(config, is_ttft)
+        current = estimates.get((role, metric)) or initial_estimate(role, metric, prediction.uncertainty)
+        estimates[(role, metric)] = filtered(current, measurement, settings)
+    return replace(state, estimates=tuple(estimates.values()), updated_at=now)
+
+
+def rebase(state: CalibrationState) -> CalibrationState:
+    """The plan was just re-made with the current corrections: measure drift against them from now on."""
+    return replace(
+        state,
+        estimates=tuple(replace(e, planned_log_factor=e.log_factor, drift_streak=0) for e in state.estimates),
+    )

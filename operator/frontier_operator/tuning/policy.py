@@ -1,0 +1,92 @@
+"""`TuningPolicy`: the safety rules of the closed loop, from `spec.tuning` plus the fixed rules of the operator.
+
+The spec sets what a platform team should decide (mode, interval, window, cooldown, change budget, canary
+share and duration, promotion margin, exploration, pause). The rest are engineering constants with a stated
+reason; they live here rather than in the CRD so that every target behaves alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from frontier_operator.api.spec import TuningMode, TuningSpec
+
+HOUR_S = 3600.0
+
+# A window whose end is older than this many intervals was not refreshed by the last tick: stale.
+STALE_AFTER_INTERVALS = 2.0
+# Requests completed in the window below which percentiles are not trusted: a p99 of fewer than 100
+# requests is the single slowest one.
+MIN_SAMPLES = 100
+# Relative band around each SLO limit inside which nothing is loosened: act up on a violation, but act
+# down (fewer replicas, cheaper configuration) only when the result is predicted at least this far below.
+HYSTERESIS = 0.10
+# Replicas one step may add or remove per role, and the factor by which one step may move the batch cap.
+MAX_REPLICA_STEP = 2
+MAX_BATCH_CAP_FACTOR = 2.0
+# No replica removal within this long after an addition for the same role (like HPA's scale-down
+# stabilisation window): a scale-up followed by a scale-down within half an hour is flapping.
+SCALE_DOWN_STABILIZATION_S = 1800.0
+# Large models take 10–30 min to load and capture graphs (sglang-0.5.23.md §8.5): a canary not ready
+# after this long is rolled back.
+CANARY_STARTUP_DEADLINE_S = 2700.0
+# A ready canary that still has too few requests after this many minimum durations is rolled back.
+CANARY_DATA_DEADLINE_FACTOR = 2.0
+# Exploration: at most one neighbour canary per this long, optimism of one sigma of the neighbour's
+# prediction error, and a rolled-back configuration is not tried again for a day.
+EXPLORATION_INTERVAL_S = 6 * HOUR_S
+EXPLORATION_OPTIMISM = 1.0
+RETRY_REJECTED_AFTER_S = 24 * HOUR_S
+# The observed workload triggers a re-plan when it departs from the planned one by this much
+# (rate and mean lengths, relative; prefix-cache hit rate, absolute).
+WORKLOAD_SHIFT = 0.25
+CACHE_HIT_SHIFT = 0.15
+
+
+@dataclass(frozen=True)
+class TuningPolicy:
+    mode: TuningMode = TuningMode.RECOMMEND
+    interval_s: float = 60.0
+    window_s: float = 300.0
+    cooldown_s: float = 600.0
+    max_changes_per_hour: int = 4
+    canary_share: float = 0.10
+    canary_min_duration_s: float = 900.0
+    promote_margin: float = 0.03
+    exploration: bool = True
+    paused: bool = False
+    min_samples: int = MIN_SAMPLES
+    hysteresis: float = HYSTERESIS
+    max_replica_step: int = MAX_REPLICA_STEP
+    max_batch_cap_factor: float = MAX_BATCH_CAP_FACTOR
+    scale_down_stabilization_s: float = SCALE_DOWN_STABILIZATION_S
+    canary_startup_deadline_s: float = CANARY_STARTUP_DEADLINE_S
+    exploration_interval_s: float = EXPLORATION_INTERVAL_S
+    exploration_optimism: float = EXPLORATION_OPTIMISM
+    retry_rejected_after_s: float = RETRY_REJECTED_AFTER_S
+    workload_shift: float = WORKLOAD_SHIFT
+    cache_hit_shift: float = CACHE_HIT_SHIFT
+
+    @property
+    def max_staleness_s(self) -> float:
+        return STALE_AFTER_INTERVALS * self.interval_s
+
+    @property
+    def canary_data_deadline_s(self) -> float:
+        return CANARY_DATA_DEADLINE_FACTOR * self.canary_min_duration_s
+
+
+def policy_from_spec(spec: TuningSpec, *, paused_annotation: bool = False) -> TuningPolicy:
+    """The policy of a target; the `frontier.dev/paused` annotation pauses it like `spec.tuning.paused`."""
+    return TuningPolicy(
+        mode=spec.mode,
+        interval_s=float(spec.interval),
+        window_s=float(spec.window),
+        cooldown_s=float(spec.cooldown),
+        max_changes_per_hour=spec.max_changes_per_hour,
+        canary_share=float(spec.canary.traffic_share),
+        canary_min_duration_s=float(spec.canary.min_duration),
+        promote_margin=float(spec.canary.promote_margin),
+        exploration=spec.exploration,
+        paused=spec.paused or paused_annotation,
+    )

@@ -1,0 +1,186 @@
+"""The traffic the fleet actually receives, from observations, and when it replaces the spec's estimate.
+
+A window gives the request rate, mean input and output lengths (token rates ÷ request rate) and the
+prefix-cache hit rate. An exponentially weighted average over windows smooths them; once it rests on
+enough requests, the observed workload replaces the spec's guess for planning. Shapes the metrics cannot
+tell (length spread and maximum, burstiness, kind) stay as the spec says.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from frontier_operator.perf.types import LengthDistribution, Role, Workload
+from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
+
+# Windows after which an old window's weight has halved: about half an hour at the default 5 min window.
+HALF_LIFE_WINDOWS = 6.0
+# Requests the average must rest on before it replaces the spec's workload.
+MIN_REQUESTS_TO_REPLACE = 1000
+
+
+def serving_group(observation: Observation, variant: Variant) -> GroupObservation | None:
+    """The pods that see every request once and stream its tokens: unified, else decode."""
+    return observation.group(Role.UNIFIED, variant) or observation.group(Role.DECODE, variant)
+
+
+def _cache_hit(observation: Observation, variant: Variant) -> float | None:
+    # In P/D the prefix cache lives on the prefill workers.
+    for role in (Role.UNIFIED, Role.PREFILL, Role.DECODE):
+        group = observation.group(role, variant)
+        if group is not None and group.cache_hit_rate is not None:
+            return group.cache_hit_rate
+    return None
+
+
+def _lengths(observed_mean: float | None, spec: LengthDistribution) -> LengthDistribution:
+    if observed_mean is None or not observed_mean > 0:
+        return spec
+    longest = max(spec.max or 0, math.ceil(observed_mean))
+    return LengthDistribution(mean=observed_mean, cv=spec.cv, max=longest)
+
+
+def _workload(
+    rate: float | None,
+    input_mean: float | None,
+    output_mean: float | None,
+    cache_hit: float | None,
+    spec: Workload,
+) -> Workload | None:
+    if rate is None or not rate > 0:
+        return None
+    return replace(
+        spec,
+        request_rate_per_s=rate,
+        input_tokens=_lengths(input_mean, spec.input_tokens),
+        output_tokens=_lengths(output_mean, spec.output_tokens),
+        prefix_cache_hit_rate=spec.prefix_cache_hit_rate if cache_hit is None else min(max(cache_hit, 0.0), 1.0),
+    )
+
+
+def variant_workload(observation: Observation, variant: Variant, spec: Workload) -> Workload | None:
+    """What one variant's pods served in the window; None without a request rate."""
+    group = serving_group(observation, variant)
+    if group is None:
+        return None
+    return _workload(
+        group.request_rate_per_s,
+        group.mean_input_tokens,
+        group.mean_output_tokens,
+        _cache_hit(observation, variant),
+        spec,
+    )
+
+
+@dataclass(frozen=True)
+class _Totals:
+    rate: float
+    input_tokens: float
+    output_tokens: float
+    has_input: bool
+    has_output: bool
+
+
+def _fleet_totals(observation: Observation) -> _Totals | None:
+    rate = input_tokens = output_tokens = 0.0
+    has_input = has_output = seen = False
+    for variant in Variant:
+        group = serving_group(observation, variant)
+        if group is None or group.request_rate_per_s is None:
+            continue
+        seen = True
+        rate += group.request_rate_per_s
+        if group.input_tokens_per_s is not None:
+            input_tokens += group.input_tokens_per_s
+            has_input = True
+        if group.output_tokens_per_s is not None:
+            output_tokens += group.output_tokens_per_s
+            has_output = True
+    return _Totals(rate, input_tokens, output_tokens, has_input, has_output) if seen else None
+
+
+def fleet_workload(observation: Observation, spec: Workload) -> Workload | None:
+    """What the whole fleet (every variant) served in the window; None without a request rate."""
+    totals = _fleet_totals(observation)
+    if totals is None or not totals.rate > 0:
+        return None
+    return _workload(
+        totals.rate,
+        totals.input_tokens / totals.rate if totals.has_input else None,
+        totals.output_tokens / totals.rate if totals.has_output else None,
+        _cache_hit(observation, Variant.STABLE),
+        spec,
+    )
+
+
+@dataclass(frozen=True)
+class WorkloadEstimate:
+    """Exponentially weighted averages of the fleet's traffic; None until a window has reported it."""
+
+    request_rate_per_s: float | None = None
+    input_tokens: float | None = None
+    output_tokens: float | None = None
+    cache_hit_rate: float | None = None
+    # Requests the averages rest on (sum over windows), and how many windows contributed.
+    requests: int = 0
+    windows: int = 0
+
+
+def _blend(previous: float | None, value: float | None, weight: float) -> float | None:
+    if value is None or not math.isfinite(value):
+        return previous
+    return value if previous is None else previous + weight * (value - previous)
+
+
+def update_workload(
+    estimate: WorkloadEstimate, observation: Observation, half_life_windows: float = HALF_LIFE_WINDOWS
+) -> WorkloadEstimate:
+    totals = _fleet_totals(observation)
+    if totals is None or not totals.rate > 0:
+        return estimate
+    weight = 1.0 - 0.5 ** (1.0 / half_life_windows)
+    requests = sum(g.samples for v in Variant if (g := serving_group(observation, v)) is not None)
+    return WorkloadEstimate(
+        request_rate_per_s=_blend(estimate.request_rate_per_s, totals.rate, weight),
+        input_tokens=_blend(estimate.input_tokens, totals.input_tokens / totals.rate if totals.has_input else None, weight),
+        output_tokens=_blend(
+            estimate.output_tokens, totals.output_tokens / totals.rate if totals.has_output else None, weight
+        ),
+        cache_hit_rate=_blend(estimate.cache_hit_rate, _cache_hit(observation, Variant.STABLE), weight),
+        requests=estimate.requests + requests,
+        windows=estimate.windows + 1,
+    )
+
+
+def effective_workload(
+    spec: Workload, estimate: WorkloadEstimate, min_requests: int = MIN_REQUESTS_TO_REPLACE
+) -> Workload:
+    """The spec's workload until enough requests were observed, then the observed one (spec shapes kept)."""
+    if estimate.requests < min_requests:
+        return spec
+    observed = _workload(
+        estimate.request_rate_per_s, estimate.input_tokens, estimate.output_tokens, estimate.cache_hit_rate, spec
+    )
+    return observed if observed is not None else spec
+
+
+def _relative_change(old: float, new: float) -> float:
+    return abs(new - old) / old if old > 0 else (math.inf if new > 0 else 0.0)
+
+
+def workload_shift(planned: Workload, current: Workload, relative: float, cache_hit: float) -> str | None:
+    """Why `current` is no longer the traffic `planned` was made for, or None while it still is."""
+    changes = []
+    for label, old, new in (
+        ("request rate", planned.request_rate_per_s, current.request_rate_per_s),
+        ("mean input", planned.input_tokens.mean, current.input_tokens.mean),
+        ("mean output", planned.output_tokens.mean, current.output_tokens.mean),
+    ):
+        if _relative_change(old, new) > relative:
+            changes.append(f"{label} {old:.4g} → {new:.4g}")
+    if abs(current.prefix_cache_hit_rate - planned.prefix_cache_hit_rate) > cache_hit:
+        changes.append(
+            f"prefix-cache hit rate {planned.prefix_cache_hit_rate:.0%} → {current.prefix_cache_hit_rate:.0%}"
+        )
+    return ", ".join(changes) if changes else None
