@@ -50,7 +50,9 @@ def test_every_field_has_a_type_and_a_description(part: str) -> None:
         if path.endswith(("[]", "{}")):
             continue  # list items and map values are explained by their field
         assert node.get("description"), f"{path} has no description (kubectl explain would be empty)"
-        typed = "type" in node or node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
+        typed = (
+            "type" in node or node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
+        )
         assert typed, f"{path} has no type"
 
 
@@ -68,7 +70,9 @@ def test_the_schema_is_structural() -> None:
 
 
 def test_only_the_free_form_config_json_preserves_unknown_fields() -> None:
-    preserving = [path for path, node in walk_schema(openapi_schema()) if node.get("x-kubernetes-preserve-unknown-fields")]
+    preserving = [
+        path for path, node in walk_schema(openapi_schema()) if node.get("x-kubernetes-preserve-unknown-fields")
+    ]
     assert preserving == [".spec.model.config.inline"]
 
 

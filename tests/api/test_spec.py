@@ -60,7 +60,10 @@ def test_slo_objectives_list_every_bound() -> None:
         ({"slo": {"tpot": {"p50": "20 ms"}}}, 'spec.slo.tpot.p50: "20 ms" is not a duration; write 20ms'),
         ({"slo": {}}, "spec.slo: no latency objective; set at least one of ttft, tpot, itl, e2e"),
         ({"slo": {"tpot": {}}}, "spec.slo.tpot: no percentile given; add at least one of p50, p90, p95, p99"),
-        ({"slo": {"tpot": {"p75": "20ms"}}}, "spec.slo.tpot.p75: is not a known field; remove it or check its spelling"),
+        (
+            {"slo": {"tpot": {"p75": "20ms"}}},
+            "spec.slo.tpot.p75: is not a known field; remove it or check its spelling",
+        ),
         ({"objective": "cheapest"}, "spec.objective: \"cheapest\" is not allowed; use one of 'minimize-cost'"),
         ({"model": {}}, "spec.model.name: is required"),
         ({"hardware": {"pools": []}}, "spec.hardware.pools: has the wrong length"),
@@ -86,7 +89,15 @@ def test_all_problems_are_reported_at_once() -> None:
 
 @pytest.mark.parametrize(
     "hostile",
-    [None, [], "spec", 42, {"model": "x" * 1_000_000}, {"slo": {"tpot": {"p50": "\u202e20ms"}}}, {"model": {"name": None}}],
+    [
+        None,
+        [],
+        "spec",
+        42,
+        {"model": "x" * 1_000_000},
+        {"slo": {"tpot": {"p50": "\u202e20ms"}}},
+        {"model": {"name": None}},
+    ],
 )
 def test_hostile_input_is_a_structured_error_never_a_crash(hostile: Any) -> None:
     with pytest.raises(SpecInvalid) as caught:

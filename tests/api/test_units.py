@@ -40,7 +40,9 @@ def test_rates(value: object, per_second: float) -> None:
     assert math.isclose(Rate.parse(value), per_second)
 
 
-@pytest.mark.parametrize(("value", "tokens"), [("8k", 8000), ("128Ki", 131072), ("1.5k", 1500), (600, 600), ("2M", 2e6)])
+@pytest.mark.parametrize(
+    ("value", "tokens"), [("8k", 8000), ("128Ki", 131072), ("1.5k", 1500), (600, 600), ("2M", 2e6)]
+)
 def test_token_counts(value: object, tokens: int) -> None:
     count = TokenCount.parse(value)
     assert count == tokens

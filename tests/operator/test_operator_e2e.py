@@ -7,100 +7,25 @@ stand-in-only checks.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import kubernetes
-import pytest
 import yaml
 
-from k8s_standin.fixtures import get_object, mark_deployment_ready, request_json, wait_for, wait_for_object
-
-ROOT = Path(__file__).resolve().parents[2]
-CRD = yaml.safe_load((ROOT / "crds" / "frontiertargets.frontier.dev.yaml").read_text(encoding="utf-8"))
-EXAMPLES = {path.stem: path for path in sorted((ROOT / "examples").glob("*.yaml"))}
-FT = ("frontier.dev/v1alpha1", "frontiertargets")
-OPERATOR = "-m frontier_operator.main"
-
-
-@pytest.fixture(autouse=True)
-def fast_operator(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Re-check every second and serve no metrics port (several operators run in one process).
-    monkeypatch.setenv("FRONTIER_RECHECK_SECONDS", "1")
-    monkeypatch.setenv("FRONTIER_METRICS_PORT", "0")
-    monkeypatch.setenv("FRONTIER_RETRY_SECONDS", "1")
-
-
-@pytest.fixture(scope="module")
-def crd(kube_cluster: Any, kube_api: kubernetes.client.ApiClient) -> Iterator[None]:
-    extensions = kubernetes.client.ApiextensionsV1Api(kube_api)
-    try:
-        extensions.create_custom_resource_definition(CRD)
-    except kubernetes.client.ApiException as error:
-        if error.status != 409:
-            raise
-    yield
-
-
-def target_document(
-    name: str, namespace: str, mutate: Callable[[dict[str, Any]], None] | None = None
-) -> dict[str, Any]:
-    document = yaml.safe_load(EXAMPLES[name].read_text(encoding="utf-8"))
-    document["metadata"] = {"name": document["metadata"]["name"], "namespace": namespace}
-    if mutate is not None:
-        mutate(document)
-    return document
-
-
-def create(api: kubernetes.client.ApiClient, document: dict[str, Any]) -> dict[str, Any]:
-    namespace = document["metadata"]["namespace"]
-    created: dict[str, Any] = kubernetes.client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "frontier.dev", "v1alpha1", namespace, "frontiertargets", document
-    )
-    return created
-
-
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), None)
-
-
-def has_condition(kind: str, status: str, reason: str | None = None) -> Callable[[dict[str, Any]], bool]:
-    def check(obj: dict[str, Any]) -> bool:
-        found = condition(obj, kind)
-        return found is not None and found["status"] == status and (reason is None or found["reason"] == reason)
-
-    return check
-
-
-def owned(
-    api: kubernetes.client.ApiClient, namespace: str, target: str, plural: str = "deployments"
-) -> list[dict[str, Any]]:
-    group = "apps/v1" if plural == "deployments" else "v1"
-    prefix = f"/apis/{group}" if "/" in group else f"/api/{group}"
-    status, body = request_json(
-        api,
-        "GET",
-        f"{prefix}/namespaces/{namespace}/{plural}",
-        query=[("labelSelector", f"frontier.dev/target={target}")],
-    )
-    assert status == 200, body
-    items: list[dict[str, Any]] = body["items"]
-    return items
-
-
-def events_for(api: kubernetes.client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
-    listed = kubernetes.client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False)
-    import json
-
-    items: list[dict[str, Any]] = json.loads(listed.data)["items"]
-    return [event for event in items if event.get("involvedObject", {}).get("name") == name]
-
-
-def engine_deployments(api: kubernetes.client.ApiClient, namespace: str, target: str) -> list[dict[str, Any]]:
-    return [d for d in owned(api, namespace, target) if d["metadata"]["labels"].get("frontier.dev/role") != "router"]
-
+from k8s_standin.fixtures import get_object, mark_deployment_ready, wait_for, wait_for_object
+from operator_support import (
+    EXAMPLES,
+    FT,
+    OPERATOR,
+    ROOT,
+    condition,
+    create,
+    engine_deployments,
+    events_for,
+    has_condition,
+    owned,
+    target_document,
+)
 
 # --------------------------------------------------------------------------------------------- tests
 
@@ -263,3 +188,106 @@ def test_deleting_a_target_leaves_its_children_to_the_garbage_collector(
     assert {ref.kind for ref in collected} >= {"Deployment", "Service"}
     assert not owned(kube_api, namespace, name)
     assert not owned(kube_api, namespace, name, "services")
+
+
+# ------------------------------------------------------------------------------- least privilege
+
+# Granted but not exercised here, each for a stated reason.
+GRANTED_UNUSED = {
+    ("", "namespaces", "list"): "cluster-wide mode only; the tests run namespace-scoped",
+    ("", "namespaces", "watch"): "cluster-wide mode only",
+    ("kopf.dev", "clusterkopfpeerings", "list"): "peering of two replicas; the tests run --standalone",
+    ("kopf.dev", "clusterkopfpeerings", "watch"): "peering",
+    ("kopf.dev", "clusterkopfpeerings", "patch"): "peering",
+    ("kopf.dev", "clusterkopfpeerings", "get"): "peering",
+    ("", "pods", "get"): "held only so the operator may grant it to the router's Role",
+    ("", "pods", "list"): "held only so the operator may grant it to the router's Role",
+    ("", "pods", "watch"): "held only so the operator may grant it to the router's Role",
+}
+
+
+def granted() -> set[tuple[str, str, str]]:
+    documents = list(yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text(encoding="utf-8")))
+    (role,) = [doc for doc in documents if doc["kind"] == "ClusterRole"]
+    rules = set()
+    for rule in role["rules"]:
+        assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], "no wildcards"
+        rules |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    return rules
+
+
+def test_the_operator_uses_exactly_what_its_rbac_grants(
+    crd: None, kube_api: kubernetes.client.ApiClient, namespace: str, run_operator: Any, standin: Any
+) -> None:
+    """Every request the operator makes in a full life cycle is granted, and every grant is used."""
+    config_json = (ROOT / "tests" / "data" / "hf_configs" / "llama-3.1-8b-instruct" / "config.json").read_text()
+    kubernetes.client.CoreV1Api(kube_api).create_namespaced_config_map(
+        namespace, {"metadata": {"name": "llama-config"}, "data": {"config.json": config_json}}
+    )
+
+    def from_config_map(document: dict[str, Any]) -> None:
+        document["metadata"]["name"] = "custom-model"
+        document["spec"]["model"] = {
+            "name": "acme/custom-llama-8b",
+            "config": {"configMapRef": {"name": "llama-config"}},
+        }
+
+    def multi_node(document: dict[str, Any]) -> None:
+        # DeepSeek-R1 in FP8 does not fit one H100 node: a LeaderWorkerSet.
+        document["metadata"]["name"] = "multi-node"
+        document["spec"]["model"] = {"name": "DeepSeek-R1"}
+        document["spec"]["hardware"]["pools"] = [
+            {"name": "h100", "gpu": "H100", "maxGpus": 32, "rdma": {"enabled": True}}
+        ]
+        document["spec"]["search"] = {"quantizations": ["fp8-block"], "disaggregation": "never"}
+        document["spec"]["slo"] = {"tpot": {"p50": "100ms"}, "ttft": {"p99": "20s"}}
+
+    custom = kubernetes.client.CustomObjectsApi(kube_api)
+    with run_operator(OPERATOR, namespaces=[namespace], timeout=120):
+        create(kube_api, target_document("llama-70b-chat", namespace, from_config_map))
+        create(kube_api, target_document("llama-70b-chat", namespace, multi_node))
+        create(kube_api, target_document("kimi-k25-batch", namespace))  # several replicas: a router with its Role
+        obj = create(kube_api, target_document("llama-70b-chat", namespace))
+        name = obj["metadata"]["name"]
+        (first,) = wait_for(lambda: engine_deployments(kube_api, namespace, name), timeout=30)
+        mark_deployment_ready(kube_api, namespace, first["metadata"]["name"])
+        ready = wait_for_object(kube_api, *FT, namespace, name, has_condition("Ready", "True"), timeout=30)
+        chosen_format = ready["status"]["plan"]["config"]["roles"][0]["weightFormat"]
+        custom.patch_namespaced_custom_object(
+            "frontier.dev",
+            "v1alpha1",
+            namespace,
+            "frontiertargets",
+            name,
+            {"spec": {"search": {"quantizations": ["bf16" if chosen_format != "bf16" else "fp8"]}}},
+        )
+        both = wait_for(
+            lambda: (
+                len(engine_deployments(kube_api, namespace, name)) == 2
+                and engine_deployments(kube_api, namespace, name)
+            ),
+            timeout=30,
+        )
+        for deployment in both:
+            mark_deployment_ready(kube_api, namespace, deployment["metadata"]["name"])
+        wait_for(
+            lambda: len(engine_deployments(kube_api, namespace, name)) == 1, timeout=30, what="old revision pruned"
+        )
+        custom_model = wait_for_object(kube_api, *FT, namespace, "custom-model", has_condition("PlanFeasible", "True"))
+        assert custom_model["status"]["plan"]["config"]["summary"]
+        wait_for(
+            lambda: owned(kube_api, namespace, "kimi-k25-batch", "serviceaccounts"), timeout=30, what="router identity"
+        )
+        wait_for(lambda: standin.requests.count(verb="patch", resource="leaderworkersets") > 0, timeout=30)
+
+    operator_requests = [
+        r for r in standin.requests.find() if r.user_agent.startswith(("frontier-operator/", "kopf/")) and r.resource
+    ]
+    used = {
+        (r.group or "", f"{r.resource}/{r.subresource}" if r.subresource else r.resource, r.verb)
+        for r in operator_requests
+    }
+    grants = granted()
+    assert used - grants == set(), "the operator called something its ClusterRole does not grant"
+    unused = grants - used - set(GRANTED_UNUSED)
+    assert unused == set(), "granted but never used: remove it or say why in GRANTED_UNUSED"

@@ -15,8 +15,17 @@ from frontier_operator.perf.types import (
 
 PREFILL = WorkerConfig("H200", 8, "fp8", "fp8_e4m3", tp=8, max_running_requests=16, chunked_prefill_size=16384)
 DECODE = WorkerConfig(
-    "H200", 8, "fp8", "fp8_e4m3", tp=16, max_running_requests=512, chunked_prefill_size=8192, attention_dp=16, ep=16,
-    moe_a2a_backend=MoeA2ABackend.DEEPEP, speculative=Speculative(SpeculativeAlgorithm.NEXTN, 3, 1, 4),
+    "H200",
+    8,
+    "fp8",
+    "fp8_e4m3",
+    tp=16,
+    max_running_requests=512,
+    chunked_prefill_size=8192,
+    attention_dp=16,
+    ep=16,
+    moe_a2a_backend=MoeA2ABackend.DEEPEP,
+    speculative=Speculative(SpeculativeAlgorithm.NEXTN, 3, 1, 4),
 )
 DISAGGREGATED = ServingConfig(
     "GLM-5", (RoleDeployment(Role.PREFILL, PREFILL, 2), RoleDeployment(Role.DECODE, DECODE, 1)), "mooncake"

@@ -81,6 +81,14 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         "fixed cost per transformer layer per decode forward (launches, norms, small kernels)",
     ),
     CoefficientSpec(
+        "moe_layer_overhead_us",
+        20.0,
+        0.0,
+        1000.0,
+        "µs",
+        "extra fixed cost per MoE layer per decode forward (router, top-k, token permutation kernels)",
+    ),
+    CoefficientSpec(
         "prefill_layer_overhead_us",
         50.0,
         0.0,
@@ -180,6 +188,7 @@ class Coefficients:
     gemm_half_width: float
     moe_penalty: float
     layer_overhead_us: float
+    moe_layer_overhead_us: float
     prefill_layer_overhead_us: float
     moe_prefill_layer_overhead_us: float
     mla_prefill_layer_overhead_us: float

@@ -89,6 +89,7 @@ def decode_step_seconds(hw: Hardware, requests: float, context: float, query_tok
     work = decode_work(hw.layout, micro, context, query_tokens=query_tokens)
     c = hw.coefficients
     stage = forward_seconds(hw, work, c.layer_overhead_us * 1e-6, c.request_overhead_us * 1e-6)
+    stage += hw.layout.inventory.moe_layers / pp * c.moe_layer_overhead_us * 1e-6
     return (2 * pp - 1) * stage
 
 

@@ -140,6 +140,10 @@ def alternatives(
             group = [c for c in allowed if value_of(c) == value]
             feasible = sorted((c for c in group if c.feasible), key=lambda c: objective_key(request.objective, c))
             label = f"{value} ({dimension})"
+            if dimension == "serving":
+                # Whether splitting prefill from decode pays depends on the prompt and answer lengths.
+                workload = request.workload
+                label += f" at {_tokens(workload.input_tokens.mean)}/{_tokens(workload.output_tokens.mean)} tokens"
             if feasible:
                 best = feasible[0]
                 note = _format_note(request, best) if dimension == "weights" else ""
@@ -148,6 +152,10 @@ def alternatives(
                 lines.append(f"{label}: {_why_infeasible(group)}")
     lines.extend(_never_sized(request, chosen, candidates, rejections))
     return lines
+
+
+def _tokens(count: float) -> str:
+    return f"{count / 1000:.3g}k" if count >= 1000 else f"{count:.0f}"
 
 
 def _lost_by(chosen: Evaluated, best: Evaluated) -> str:

@@ -75,6 +75,16 @@ class ReplicaTiming(Protocol):
         ...
 
     @property
+    def first_token_cv(self) -> float:
+        """LOAD_INDEXED: spread of one request's time to first token around the looked-up mean (0 otherwise)."""
+        ...
+
+    @property
+    def unit_share(self) -> float:
+        """LOAD_INDEXED P/D: the fraction of one measured unit a replica of this role is (1 otherwise)."""
+        ...
+
+    @property
     def graph_sizes(self) -> tuple[int, ...]:
         """Captured CUDA-graph batch sizes per rank (empty when the truth does not model them)."""
         ...

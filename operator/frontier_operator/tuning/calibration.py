@@ -35,7 +35,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from frontier_operator.perf.types import Percentiles, Prediction, Role, ServingConfig
-from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
+from frontier_operator.planner.types import SloMetric
+from frontier_operator.tuning.observation import Observation, Variant
+from frontier_operator.tuning.slo import latency_group
 from frontier_operator.tuning.structure import latency_role, structure_key, worker_key
 from frontier_operator.tuning.workload import WorkloadEstimate, update_workload
 
@@ -270,16 +272,6 @@ def filtered(estimate: Estimate, measurement: Measurement, settings: Calibration
 # ------------------------------------------------------------------------------------------ the update
 
 
-def _latency_group(observation: Observation, variant: Variant, ttft: bool) -> GroupObservation | None:
-    """TTFT and TPOT as the client sees them: the unified pods, else decode (it streams the tokens)."""
-    roles = (Role.UNIFIED, Role.DECODE, Role.PREFILL) if ttft else (Role.UNIFIED, Role.DECODE)
-    for role in roles:
-        group = observation.group(role, variant)
-        if group is not None and (group.ttft if ttft else (group.tpot or group.itl)) is not None:
-            return group
-    return None
-
-
 def _rebased_on(state: CalibrationState, config: ServingConfig, prior_sigma: float) -> CalibrationState:
     """Estimates moved to a new reference configuration: same structure keeps them, another transfers them."""
     key = structure_key(config)
@@ -319,7 +311,9 @@ def update_calibration(
     estimates = {(e.role, e.metric): e for e in state.estimates}
     for metric in LatencyMetric:
         is_ttft = metric is LatencyMetric.TTFT
-        group = _latency_group(observation, variant, is_ttft)
+        group = latency_group(observation, variant, SloMetric.TTFT if is_ttft else SloMetric.TPOT)
+        if group is None and not is_ttft:
+            group = latency_group(observation, variant, SloMetric.ITL)
         if group is None:
             continue
         if is_ttft:

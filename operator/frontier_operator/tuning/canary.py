@@ -1,0 +1,307 @@
+"""Structural changes through a canary: when to start one, and the verdict that promotes or rolls it back.
+
+**Start.** A configuration that differs in more than replicas and batch cap (layout, formats, speculation,
+P/D, pool, engine image) never replaces the stable fleet directly. It is deployed as a second revision
+with its replicas scaled to the traffic share (at least one per role), within the GPU budget.
+
+**Verdict**, on one window holding both revisions:
+
+* crash-looping, not ready by the startup deadline, or still without enough requests after the data
+  deadline → roll back;
+* an SLO the canary breaks while stable keeps it → roll back at once, before the minimum duration;
+* after the minimum duration: the canary must meet every SLO itself, and its full fleet — projected with
+  a correction learnt from the canary's own window, at the whole fleet's traffic — must meet every SLO and
+  cost less than the stable fleet by more than the promotion margin (an image canary: not cost more);
+  otherwise roll back.
+
+**Exploration** (the jagged frontier): among the plan's neighbours, the one whose optimistic cost — the
+corrected prediction lowered by `optimism` × its one-sigma error — beats the stable fleet by the margin
+most, while its expected cost does not (else it would simply be the cheaper plan). At most one per
+exploration interval, only with room for two changes in the hourly budget, and never a configuration
+rolled back in the last day.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from frontier_operator.perf.types import Prediction, ServingConfig, Workload
+from frontier_operator.planner.describe import describe_config
+from frontier_operator.planner.types import Evaluated, GpuPool, Plan
+from frontier_operator.tuning.actions import (
+    CanaryMotive,
+    Decision,
+    Hold,
+    NoAction,
+    PromoteCanary,
+    RollbackCanary,
+    RollbackCause,
+    SloStanding,
+    StartCanary,
+)
+from frontier_operator.tuning.calibration import update_calibration
+from frontier_operator.tuning.forecast import Forecaster, raw_prediction
+from frontier_operator.tuning.observation import Variant
+from frontier_operator.tuning.predictor import CalibratedPredictor
+from frontier_operator.tuning.situation import Proposal, Situation
+from frontier_operator.tuning.slo import describe_standings, standings
+from frontier_operator.tuning.state import CanaryState, ChangeKind
+from frontier_operator.tuning.structure import same_structure, structure_key
+from frontier_operator.tuning.workload import fleet_workload, serving_group, variant_workload
+
+# ---------------------------------------------------------------------------------------------- start
+
+
+def canary_fleet(config: ServingConfig, share: float) -> ServingConfig:
+    """The deployed part of a canary: each role's replicas times the share, at least one."""
+    return replace(
+        config,
+        roles=tuple(replace(r, replicas=max(1, math.ceil(r.replicas * share))) for r in config.roles),
+    )
+
+
+def _room_for(s: Situation, canary: ServingConfig, pool: GpuPool) -> bool:
+    used = s.config.total_gpus if pool.name == s.pool.name else 0
+    return used + canary.total_gpus <= pool.max_gpus
+
+
+def _rejected_recently(s: Situation, config: ServingConfig, pool: GpuPool) -> bool:
+    key = structure_key(config, pool.name)
+    since = s.now - s.policy.retry_rejected_after_s
+    return any(r.key == key and r.at > since for r in s.applied.rejected)
+
+
+def _fleet_workload(s: Situation) -> Workload:
+    return fleet_workload(s.observation, s.workload) or s.workload
+
+
+@dataclass(frozen=True)
+class _Priced:
+    candidate: Evaluated
+    prediction: Prediction
+    sigma: float
+
+
+def _start(
+    s: Situation,
+    config: ServingConfig,
+    pool: GpuPool,
+    motive: CanaryMotive,
+    stable_cost: float | None,
+    cost: float | None,
+    why: str,
+) -> Proposal | None:
+    canary = canary_fleet(config, s.policy.canary_share)
+    if not _room_for(s, canary, pool):
+        return None
+    image = s.model.image if motive is CanaryMotive.IMAGE else None
+    return Proposal(
+        StartCanary(config, canary, pool.name, s.policy.canary_share, motive, cost, stable_cost, image),
+        f"{why}; canary {describe_config(canary)} on pool {pool.name} takes {s.policy.canary_share:.0%} of traffic "
+        f"for at least {s.policy.canary_min_duration_s / 60:.0f} min",
+    )
+
+
+def _stable_cost(s: Situation, workload: Workload) -> float | None:
+    prediction = s.forecaster.predict(s.config, s.pool, workload)
+    return prediction.cost_per_mtok if prediction is not None and math.isfinite(prediction.cost_per_mtok) else None
+
+
+def image_canary(s: Situation) -> Proposal | None:
+    """The spec asks for another engine image than the stable fleet runs."""
+    if s.model.image is None or s.model.image == s.applied.image:
+        return None
+    cost = _stable_cost(s, _fleet_workload(s))
+    return _start(
+        s,
+        s.config,
+        s.pool,
+        CanaryMotive.IMAGE,
+        cost,
+        cost,
+        f"the spec asks for engine image {s.model.image} (running {s.applied.image})",
+    )
+
+
+def _neighbours(s: Situation) -> list[Evaluated]:
+    plan = s.model.plan
+    if not isinstance(plan, Plan):
+        return []
+    candidates = [plan.chosen, *(r.candidate for r in plan.runner_ups)]
+    return [
+        c
+        for c in candidates
+        if not (c.pool.name == s.pool.name and same_structure(c.config, s.config))
+        and not _rejected_recently(s, c.config, c.pool)
+    ]
+
+
+def cheaper_canary(s: Situation) -> Proposal | None:
+    """The plan (made with the corrected model) has a structurally different fleet cheaper by the margin."""
+    workload = _fleet_workload(s)
+    stable_cost = _stable_cost(s, workload)
+    if stable_cost is None:
+        return None
+    for candidate in _neighbours(s):
+        prediction = s.forecaster.predict(candidate.config, candidate.pool, workload)
+        if prediction is None or not s.forecaster.meets(prediction, s.slos):
+            continue
+        if prediction.cost_per_mtok < stable_cost * (1.0 - s.policy.promote_margin):
+            saving = 1.0 - prediction.cost_per_mtok / stable_cost
+            why = (
+                f"{describe_config(candidate.config)} is predicted to meet every SLO at "
+                f"${prediction.cost_per_mtok:.3g}/Mtok, {saving:.0%} under the stable ${stable_cost:.3g}/Mtok"
+            )
+            proposal = _start(
+                s, candidate.config, candidate.pool, CanaryMotive.CHEAPER, stable_cost, prediction.cost_per_mtok, why
+            )
+            if proposal is not None:
+                return proposal
+    return None
+
+
+def _exploration_allowed(s: Situation) -> bool:
+    if not s.policy.exploration:
+        return False
+    last = s.applied.last_exploration_at
+    if last is not None and s.now - last < s.policy.exploration_interval_s:
+        return False
+    # A canary costs two changes: its start and its verdict.
+    return recent_changes(s) + 2 <= s.policy.max_changes_per_hour
+
+
+def explore(s: Situation) -> Proposal | None:
+    if not _exploration_allowed(s):
+        return None
+    workload = _fleet_workload(s)
+    stable_cost = _stable_cost(s, workload)
+    if stable_cost is None:
+        return None
+    kappa = s.policy.exploration_optimism
+    best: tuple[float, _Priced] | None = None
+    for candidate in _neighbours(s):
+        prediction = s.forecaster.predict(candidate.config, candidate.pool, workload)
+        if prediction is None or not math.isfinite(prediction.cost_per_mtok):
+            continue
+        sigma = s.forecaster.sigma(candidate.config, prediction)
+        optimism = math.exp(-kappa * sigma)
+        optimistic_slo = all(
+            bound.predicted(prediction) * optimism <= bound.limit_s for bound in s.slos
+        )
+        expected_gain = 1.0 - prediction.cost_per_mtok / stable_cost
+        optimistic_gain = 1.0 - prediction.cost_per_mtok * optimism / stable_cost
+        if not optimistic_slo or expected_gain > s.policy.promote_margin:
+            continue
+        if optimistic_gain > s.policy.promote_margin and (best is None or optimistic_gain > best[0]):
+            best = (optimistic_gain, _Priced(candidate, prediction, sigma))
+    if best is None:
+        return None
+    gain, priced = best
+    why = (
+        f"exploring {describe_config(priced.candidate.config)}: expected ${priced.prediction.cost_per_mtok:.3g}/Mtok "
+        f"against the stable ${stable_cost:.3g}/Mtok, but its prediction is uncertain (±{priced.sigma:.0%}) and "
+        f"could be {gain:.0%} cheaper"
+    )
+    return _start(
+        s,
+        priced.candidate.config,
+        priced.candidate.pool,
+        CanaryMotive.EXPLORATION,
+        stable_cost,
+        priced.prediction.cost_per_mtok,
+        why,
+    )
+
+
+def recent_changes(s: Situation) -> int:
+    """Changes counted against the hourly budget (a rollback restores, it is not counted)."""
+    since = s.now - 3600.0
+    return sum(1 for r in s.applied.history if r.at > since and r.kind is not ChangeKind.ROLLBACK)
+
+
+# -------------------------------------------------------------------------------------------- verdict
+
+
+def _rollback(s: Situation, canary: CanaryState, cause: RollbackCause, why: str) -> Decision:
+    return Decision(RollbackCanary(canary.revision, cause), f"roll back canary {canary.revision}: {why}", s.now, s.standing)
+
+
+def _hold(s: Situation, hold: Hold, why: str) -> Decision:
+    return Decision(NoAction(hold), why, s.now, s.standing)
+
+
+def judge_canary(s: Situation, canary: CanaryState) -> Decision:
+    policy = s.policy
+    if canary.crash_looping:
+        return _rollback(s, canary, RollbackCause.CRASH_LOOPING, "its pods are crash-looping")
+    if canary.ready_at is None:
+        waited = s.now - canary.started_at
+        if waited > policy.canary_startup_deadline_s:
+            return _rollback(s, canary, RollbackCause.NOT_READY, f"not ready after {waited / 60:.0f} min")
+        return _hold(s, Hold.CANARY_STARTING, f"canary {canary.revision} starting ({waited / 60:.0f} min)")
+    running_for = s.now - canary.ready_at
+    group = serving_group(s.observation, Variant.CANARY)
+    canary_standing = standings(s.slos, s.observation, Variant.CANARY)
+    samples = group.samples if group is not None else 0
+    if samples < policy.min_samples or any(x.observed_s is None for x in canary_standing):
+        if running_for > policy.canary_data_deadline_s:
+            return _rollback(
+                s, canary, RollbackCause.NO_DATA, f"only {samples} requests after {running_for / 60:.0f} min ready"
+            )
+        return _hold(s, Hold.CANARY_COMPARING, f"canary {canary.revision} has {samples} requests in the window")
+    breached = [
+        x for x, stable in zip(canary_standing, s.standing, strict=True) if x.violated and not stable.violated
+    ]
+    if breached:
+        return _rollback(
+            s, canary, RollbackCause.SLO_BREACH, f"{describe_standings(breached)} while stable meets the SLO"
+        )
+    if running_for < policy.canary_min_duration_s:
+        return _hold(
+            s,
+            Hold.CANARY_COMPARING,
+            f"canary {canary.revision} compared for {running_for / 60:.0f} of "
+            f"{policy.canary_min_duration_s / 60:.0f} min: {describe_standings(canary_standing)}",
+        )
+    return _verdict(s, canary, canary_standing)
+
+
+def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStanding, ...]) -> Decision:
+    violated = [x for x in canary_standing if x.violated]
+    if violated:
+        return _rollback(s, canary, RollbackCause.SLO_BREACH, f"{describe_standings(violated)}")
+    pool = s.model.pool(canary.pool) or s.pool
+    canary_load = variant_workload(s.observation, Variant.CANARY, s.workload)
+    total = _fleet_workload(s)
+    base = s.forecaster.predictor.base
+    raw = raw_prediction(base, s.forecaster.arch, canary.deployed, pool, canary_load) if canary_load else None
+    learnt = (
+        update_calibration(s.model.calibration, s.observation, canary.deployed, raw, s.now, variant=Variant.CANARY)
+        if raw is not None
+        else s.model.calibration
+    )
+    projector = Forecaster(CalibratedPredictor(base, learnt), s.forecaster.arch, learnt.confidence)
+    projected = projector.predict(canary.config, pool, total)
+    stable = s.forecaster.predict(s.config, s.pool, total)
+    if projected is None or stable is None:
+        return _rollback(s, canary, RollbackCause.NO_DATA, "its full fleet cannot be predicted")
+    short = [b for b in s.slos if not b.predicted(projected) <= b.limit_s]
+    if short:
+        labels = ", ".join(b.label for b in short)
+        return _rollback(
+            s, canary, RollbackCause.SLO_BREACH, f"its full fleet at today's traffic is projected to miss {labels}"
+        )
+    margin = s.policy.promote_margin
+    ratio = projected.cost_per_mtok / stable.cost_per_mtok if stable.cost_per_mtok > 0 else math.inf
+    costs = f"${projected.cost_per_mtok:.3g}/Mtok against the stable ${stable.cost_per_mtok:.3g}/Mtok"
+    good_enough = ratio <= 1.0 + margin if canary.motive is CanaryMotive.IMAGE else ratio < 1.0 - margin
+    if not good_enough:
+        return _rollback(s, canary, RollbackCause.NOT_CHEAPER, f"it meets the SLO but costs {costs}")
+    return Decision(
+        PromoteCanary(canary.revision),
+        f"promote canary {canary.revision}: meets every SLO ({describe_standings(canary_standing)}) and its full "
+        f"fleet costs {costs}",
+        s.now,
+        s.standing,
+    )

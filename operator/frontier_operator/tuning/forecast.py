@@ -1,0 +1,86 @@
+"""Predictions for the decisions: the calibrated model at the observed workload, with the planner's margin.
+
+Every "would this step meet the SLO?" the decision layer asks goes through `Forecaster`, so the same
+corrected model and the same safety margin decide replicas, the batch cap, canaries and the plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from frontier_operator.catalog.types import ModelArch
+from frontier_operator.perf.errors import UnpredictableConfig
+from frontier_operator.perf.types import Prediction, Role, ServingConfig, WorkerConfig, Workload
+from frontier_operator.planner.choose import safety_margin
+from frontier_operator.planner.types import GpuPool, Predictor, SloBound
+from frontier_operator.tuning.calibration import LatencyMetric
+from frontier_operator.tuning.predictor import CalibratedPredictor
+
+# A batch cap large enough not to bind, to ask the memory model for the largest batch that fits.
+UNBOUNDED_CAP = 1 << 16
+
+
+@dataclass(frozen=True)
+class Forecaster:
+    predictor: CalibratedPredictor
+    arch: ModelArch
+    confidence: float
+
+    def predict(self, config: ServingConfig, pool: GpuPool, workload: Workload) -> Prediction | None:
+        try:
+            return self.predictor.predict(self.arch, pool.gpu, config, workload, pool.price_per_gpu_hour)
+        except UnpredictableConfig:
+            return None
+
+    def margin(self, prediction: Prediction) -> float:
+        return safety_margin(prediction.uncertainty, self.confidence)
+
+    def meets(self, prediction: Prediction, slos: Sequence[SloBound], band: float = 0.0) -> bool:
+        """Every bound predicted under its limit less the safety margin, and `band` (relative) below that."""
+        margin = self.margin(prediction)
+        return all(
+            math.isfinite(value := bound.predicted(prediction))
+            and value <= bound.limit_s * (1.0 - band) / (1.0 + margin)
+            for bound in slos
+        )
+
+    def sigma(self, config: ServingConfig, prediction: Prediction) -> float:
+        """Relative one-sigma error of the corrected prediction for `config` (the worse of TTFT and TPOT)."""
+        sigmas = [
+            estimate.sigma
+            for metric in LatencyMetric
+            if (estimate := self.predictor.correction(config, metric)) is not None
+        ]
+        return max(sigmas) if sigmas else prediction.uncertainty
+
+    def token_time(self, pool: GpuPool, worker: WorkerConfig, batch: float, workload: Workload) -> float | None:
+        context = workload.input_tokens.mean + workload.output_tokens.mean / 2.0
+        try:
+            return self.predictor.decode_token_time(
+                self.arch, pool.gpu, worker, max(1.0, batch), context, kind=workload.kind
+            )
+        except UnpredictableConfig:
+            return None
+
+    def memory_batch(self, pool: GpuPool, worker: WorkerConfig, role: Role, workload: Workload) -> int | None:
+        """Largest batch per replica whose KV fits at the workload's mean context."""
+        context = math.ceil(workload.input_tokens.mean + workload.output_tokens.mean)
+        try:
+            fit = self.predictor.memory_fit(
+                self.arch, pool.gpu, replace(worker, max_running_requests=UNBOUNDED_CAP), context, role=role
+            )
+        except UnpredictableConfig:
+            return None
+        return fit.max_batch_at_context if fit.fits else None
+
+
+def raw_prediction(
+    predictor: Predictor, arch: ModelArch, config: ServingConfig, pool: GpuPool, workload: Workload
+) -> Prediction | None:
+    """The uncorrected model's prediction (what calibration measures against); None if unpredictable."""
+    try:
+        return predictor.predict(arch, pool.gpu, config, workload, pool.price_per_gpu_hour)
+    except UnpredictableConfig:
+        return None

@@ -1,0 +1,88 @@
+"""Everything one decision looks at, bundled once so that each rule reads like its description."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from frontier_operator.perf.types import Prediction, Role, ServingConfig, Workload
+from frontier_operator.planner.types import GpuPool, SloBound
+from frontier_operator.tuning.actions import Action, Decision, SloStanding, format_seconds
+from frontier_operator.tuning.forecast import Forecaster
+from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
+from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.state import AppliedState, ModelContext
+
+
+@dataclass(frozen=True)
+class Proposal:
+    action: Action
+    reason: str
+
+
+@dataclass(frozen=True)
+class Situation:
+    observation: Observation
+    applied: AppliedState
+    model: ModelContext
+    policy: TuningPolicy
+    now: float
+    standing: tuple[SloStanding, ...]
+    forecaster: Forecaster
+    pool: GpuPool
+    # What the stable pods served in the window (rate, lengths, cache hits; spec shapes).
+    workload: Workload
+
+    @property
+    def slos(self) -> tuple[SloBound, ...]:
+        return self.model.request.slos
+
+    @property
+    def config(self) -> ServingConfig:
+        return self.applied.config
+
+    def group(self, role: Role, variant: Variant = Variant.STABLE) -> GroupObservation | None:
+        return self.observation.group(role, variant)
+
+    def decision(self, proposal: Proposal) -> Decision:
+        return Decision(proposal.action, proposal.reason, self.now, self.standing)
+
+    @cached_property
+    def current_prediction(self) -> Prediction | None:
+        return self.forecaster.predict(self.config, self.pool, self.workload)
+
+    def project(self, config: ServingConfig) -> tuple[float, ...] | None:
+        """Each SLO's value (in `standing` order) if the stable fleet became `config` under today's traffic.
+
+        Anchored on the observation: the observed value times the corrected model's ratio new / current, so
+        a step is judged by what the model gets right (how latency moves with replicas or batch) rather
+        than by its absolute level. Where the model has no finite current value, its corrected absolute
+        prediction is used. None when the model cannot predict `config`.
+        """
+        new = self.forecaster.predict(config, self.pool, self.workload)
+        if new is None:
+            return None
+        current = self.current_prediction
+        values = []
+        for item in self.standing:
+            predicted_new = item.bound.predicted(new)
+            predicted_now = item.bound.predicted(current) if current is not None else math.nan
+            observed = item.observed_s
+            if observed is not None and math.isfinite(predicted_now) and predicted_now > 0:
+                values.append(observed * predicted_new / predicted_now)
+            else:
+                values.append(predicted_new)
+        return tuple(values)
+
+    def fits(self, values: tuple[float, ...], band: float) -> bool:
+        """Every projected value at least `band` (relative) under its limit."""
+        return all(
+            math.isfinite(value) and value <= item.bound.limit_s * (1.0 - band)
+            for item, value in zip(self.standing, values, strict=True)
+        )
+
+    def describe_projection(self, values: tuple[float, ...]) -> str:
+        return ", ".join(
+            f"{item.bound.label} {format_seconds(value)}" for item, value in zip(self.standing, values, strict=True)
+        )

@@ -1,0 +1,98 @@
+"""The inputs of a decision besides the observation: what runs (`AppliedState`) and what the operator
+knows about the model (`ModelContext`). Both are plain frozen data, built by the caller from the
+Kubernetes objects and the target's status (or by the simulator from its twin)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from frontier_operator.perf.types import Role, ServingConfig, Workload
+from frontier_operator.planner.types import GpuPool, Infeasible, Plan, PlanRequest, Predictor
+from frontier_operator.tuning.actions import CanaryMotive
+from frontier_operator.tuning.calibration import CalibrationState
+
+
+class ChangeKind(StrEnum):
+    SCALE = "ScaleReplicas"
+    BATCH_CAP = "SetBatchCap"
+    PD_RATIO = "SetPdRatio"
+    CANARY_START = "StartCanary"
+    PROMOTE = "PromoteCanary"
+    ROLLBACK = "RollbackCanary"
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    """One applied change, from the target's history: what the cooldown and the change budget count."""
+
+    at: float
+    kind: ChangeKind
+    role: Role | None = None
+    # +1 for more replicas or a larger cap, −1 for fewer, 0 otherwise.
+    direction: int = 0
+
+
+@dataclass(frozen=True)
+class RoleReadiness:
+    role: Role
+    desired: int
+    ready: int
+
+
+@dataclass(frozen=True)
+class CanaryState:
+    revision: str
+    # The full fleet the canary stands for, and what is deployed of it (replicas scaled to the share).
+    config: ServingConfig
+    deployed: ServingConfig
+    pool: str
+    share: float
+    motive: CanaryMotive
+    started_at: float
+    # When every canary pod became ready (None until then).
+    ready_at: float | None = None
+    crash_looping: bool = False
+    image: str | None = None
+
+
+@dataclass(frozen=True)
+class RejectedConfig:
+    """A configuration whose canary was rolled back (`structure.structure_key` with its pool)."""
+
+    key: str
+    at: float
+
+
+@dataclass(frozen=True)
+class AppliedState:
+    config: ServingConfig
+    pool: str
+    revision: str
+    image: str
+    readiness: tuple[RoleReadiness, ...] = ()
+    canary: CanaryState | None = None
+    history: tuple[ChangeRecord, ...] = ()
+    rejected: tuple[RejectedConfig, ...] = ()
+    last_exploration_at: float | None = None
+
+    def pending(self) -> tuple[RoleReadiness, ...]:
+        """Roles with fewer ready replicas than desired: a previous step has not finished."""
+        return tuple(r for r in self.readiness if r.ready < r.desired)
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """The performance model and what the loop learnt: calibration, the plan in force and its workload."""
+
+    request: PlanRequest
+    predictor: Predictor
+    calibration: CalibrationState
+    plan: Plan | Infeasible | None = None
+    # The workload `plan` was made for (the spec's, or an observed one after a re-plan).
+    plan_workload: Workload | None = None
+    # The engine image the spec asks for; a different one than the applied image is rolled out by canary.
+    image: str | None = None
+
+    def pool(self, name: str) -> GpuPool | None:
+        return next((p for p in self.request.pools if p.name == name), None)

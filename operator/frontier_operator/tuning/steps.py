@@ -1,0 +1,243 @@
+"""In-place steps on the stable fleet: replicas, the batch cap and the P:D ratio.
+
+Each function proposes one bounded step, or None when it does not apply or is not predicted to help.
+Projections are anchored on the observation (`Situation.project`). Steps that add capacity aim at least
+half the hysteresis band under every limit; steps that remove it must land the full band under, so a
+step and its reverse are never both attractive (no flapping).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from frontier_operator.perf.types import Role, WorkerConfig
+from frontier_operator.planner.search import CAP_LADDER
+from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
+from frontier_operator.tuning.actions import ScaleReplicas, SetBatchCap, SetPdRatio, SloStanding, format_seconds
+from frontier_operator.tuning.situation import Proposal, Situation
+from frontier_operator.tuning.state import ChangeKind
+from frontier_operator.tuning.structure import decoding_role, with_batch_cap, with_replicas
+
+# KV pool fraction in use above which a larger batch cap would only make SGLang retract requests.
+KV_NEARLY_FULL = 0.90
+# The cap binds when the mean running batch per replica is at least this share of it.
+CAP_BINDING = 0.90
+
+
+def _per_token(s: Situation) -> list[SloStanding]:
+    return [x for x in s.standing if x.bound.metric in PER_TOKEN_METRICS]
+
+
+def _ttft(s: Situation) -> list[SloStanding]:
+    return [x for x in s.standing if x.bound.metric is SloMetric.TTFT]
+
+
+def _all_slack(items: list[SloStanding], band: float) -> bool:
+    return all(x.slack(band) for x in items)
+
+
+# ------------------------------------------------------------------------------------------- replicas
+
+
+def scale_up(s: Situation, role: Role) -> Proposal | None:
+    """The fewest extra replicas (at most the step) projected to clear every SLO, within the GPU budget."""
+    deployment = s.config.role(role)
+    if deployment is None:
+        return None
+    current = deployment.replicas
+    chosen: tuple[int, tuple[float, ...] | None] | None = None
+    for replicas in range(current + 1, current + s.policy.max_replica_step + 1):
+        config = with_replicas(s.config, role, replicas)
+        if config.total_gpus > s.pool.max_gpus:
+            break
+        values = s.project(config)
+        chosen = (replicas, values)
+        if values is not None and s.fits(values, s.policy.hysteresis / 2):
+            break
+    if chosen is None:
+        return None
+    replicas, values = chosen
+    if values is not None and s.fits(values, s.policy.hysteresis / 2):
+        outlook = f"projected {s.describe_projection(values)}"
+    else:
+        outlook = f"the most one step may add; projected still short ({s.describe_projection(values) if values else 'unpredictable'})"
+    return Proposal(
+        ScaleReplicas(role, current, replicas),
+        f"{role.value} replicas {current} → {replicas}: {outlook}",
+    )
+
+
+def _recently_scaled_up(s: Situation, role: Role) -> bool:
+    since = s.now - s.policy.scale_down_stabilization_s
+    return any(
+        r.kind is ChangeKind.SCALE and r.role is role and r.direction > 0 and r.at > since for r in s.applied.history
+    )
+
+
+def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
+    """The largest replica removal (at most the step, any role) projected to keep every SLO a band under.
+
+    Also returns the roles held back by the scale-down stabilisation window.
+    """
+    best: tuple[int, Proposal] | None = None
+    stabilizing = []
+    for deployment in s.config.roles:
+        if deployment.replicas <= 1:
+            continue
+        if _recently_scaled_up(s, deployment.role):
+            stabilizing.append(deployment.role)
+            continue
+        for fewer in range(min(s.policy.max_replica_step, deployment.replicas - 1), 0, -1):
+            target = deployment.replicas - fewer
+            values = s.project(with_replicas(s.config, deployment.role, target))
+            if values is None or not s.fits(values, s.policy.hysteresis):
+                continue
+            saved = fewer * deployment.worker.gpus
+            if best is None or saved > best[0]:
+                proposal = Proposal(
+                    ScaleReplicas(deployment.role, deployment.replicas, target),
+                    f"{deployment.role.value} replicas {deployment.replicas} → {target} frees {saved} GPUs; "
+                    f"projected {s.describe_projection(values)}, every SLO at least "
+                    f"{s.policy.hysteresis:.0%} under its limit",
+                )
+                best = (saved, proposal)
+            break
+    return (best[1] if best is not None else None), stabilizing
+
+
+# ------------------------------------------------------------------------------------------ batch cap
+
+
+def _ladder(worker: WorkerConfig) -> list[int]:
+    # SGLang's CUDA-graph batch sizes per attention-DP rank, times the ranks: caps between them waste a graph.
+    return [size * worker.attention_dp for size in CAP_LADDER]
+
+
+def _decode_load(s: Situation) -> tuple[Role, WorkerConfig, int, float, float | None] | None:
+    """The decoding role, its worker, replicas, mean running and queued requests per replica."""
+    role = decoding_role(s.config)
+    deployment = s.config.role(role)
+    group = s.group(role)
+    if deployment is None or group is None or group.running_requests is None:
+        return None
+    replicas = deployment.replicas
+    queued = group.queued_requests / replicas if group.queued_requests is not None else None
+    return role, deployment.worker, replicas, group.running_requests / replicas, queued
+
+
+def _scaled_per_token(s: Situation, worker: WorkerConfig, batch: float, cap: int) -> Callable[[float], bool] | None:
+    """A test: does every per-token SLO, scaled from `batch` to `cap` running requests, stay under limit·(1−band)?"""
+    now = s.forecaster.token_time(s.pool, worker, batch, s.workload)
+    then = s.forecaster.token_time(s.pool, worker, float(cap), s.workload)
+    if now is None or then is None or now <= 0:
+        return None
+    ratio = then / now
+    items = [x for x in _per_token(s) if x.observed_s is not None]
+
+    def holds(band: float) -> bool:
+        return all(
+            x.observed_s is not None and x.observed_s * ratio <= x.bound.limit_s * (1.0 - band) for x in items
+        )
+
+    return holds
+
+
+def batch_cap_down(s: Situation) -> Proposal | None:
+    """Lower the cap of the decoding role when per-token latency is violated and TTFT can absorb the queueing.
+
+    TPOT grows with the running batch; a cap below today's mean batch shortens each step at the price of
+    queueing, which lands on TTFT, so the cap is lowered only while every TTFT bound has the full band of
+    slack and the fleet still carries the traffic with the band to spare.
+    """
+    if not _all_slack(_ttft(s), s.policy.hysteresis):
+        return None
+    load = _decode_load(s)
+    if load is None:
+        return None
+    role, worker, _, batch, _ = load
+    cap = worker.max_running_requests
+    floor = cap / s.policy.max_batch_cap_factor
+    for candidate in sorted((c for c in _ladder(worker) if floor <= c < min(cap, batch)), reverse=True):
+        holds = _scaled_per_token(s, worker, batch, candidate)
+        if holds is None or not holds(s.policy.hysteresis / 2):
+            continue
+        prediction = s.forecaster.predict(with_batch_cap(s.config, role, candidate), s.pool, s.workload)
+        needed = s.workload.request_rate_per_s * (1.0 + s.policy.hysteresis)
+        if prediction is None or prediction.max_request_rate_per_s < needed:
+            return None  # a smaller cap would not carry the traffic: add replicas instead
+        return Proposal(
+            SetBatchCap(role, cap, candidate),
+            f"{role.value} batch cap {cap} → {candidate}: {batch:.0f} requests run per replica; at {candidate} "
+            f"each decode step is short enough for the per-token SLO, and TTFT has room for the queueing",
+        )
+    return None
+
+
+def batch_cap_up(s: Situation) -> Proposal | None:
+    """Raise the cap when it binds, requests queue behind it and per-token latency has the full band of slack."""
+    if not _all_slack(_per_token(s), s.policy.hysteresis):
+        return None
+    load = _decode_load(s)
+    if load is None:
+        return None
+    role, worker, _, batch, queued = load
+    cap = worker.max_running_requests
+    if queued is None or queued < 1.0 or batch < CAP_BINDING * cap:
+        return None
+    group = s.group(role)
+    if group is not None and group.kv_usage is not None and group.kv_usage >= KV_NEARLY_FULL:
+        return None
+    memory = s.forecaster.memory_batch(s.pool, worker, role, s.workload)
+    ceiling = min(cap * s.policy.max_batch_cap_factor, memory if memory is not None else cap)
+    for candidate in sorted((c for c in _ladder(worker) if cap < c <= ceiling), reverse=True):
+        holds = _scaled_per_token(s, worker, batch, candidate)
+        if holds is not None and holds(s.policy.hysteresis):
+            return Proposal(
+                SetBatchCap(role, cap, candidate),
+                f"{role.value} batch cap {cap} → {candidate}: the cap binds ({batch:.0f} running, "
+                f"{queued:.1f} queued per replica) and per-token latency stays {s.policy.hysteresis:.0%} under "
+                f"its limit at {candidate}",
+            )
+    return None
+
+
+# ------------------------------------------------------------------------------------------- P:D ratio
+
+
+def shift_ratio(s: Situation, toward: Role) -> Proposal | None:
+    """Move one replica's GPUs from the other P/D role to `toward`, when the other has slack to give."""
+    if not s.config.disaggregated:
+        return None
+    giver_role = Role.PREFILL if toward is Role.DECODE else Role.DECODE
+    giver_slos = _ttft(s) if giver_role is Role.PREFILL else _per_token(s)
+    if not _all_slack(giver_slos, s.policy.hysteresis):
+        return None
+    giver, taker = s.config.role(giver_role), s.config.role(toward)
+    if giver is None or taker is None or giver.replicas <= 1:
+        return None
+    added = giver.worker.gpus // taker.worker.gpus
+    if added < 1:
+        return None
+    shifted = with_replicas(with_replicas(s.config, giver_role, giver.replicas - 1), toward, taker.replicas + added)
+    values = s.project(shifted)
+    if values is None or not s.fits(values, s.policy.hysteresis / 2):
+        return None
+    prefill_from = s.config.role(Role.PREFILL)
+    decode_from = s.config.role(Role.DECODE)
+    assert prefill_from is not None and decode_from is not None
+    after_prefill = shifted.role(Role.PREFILL)
+    after_decode = shifted.role(Role.DECODE)
+    assert after_prefill is not None and after_decode is not None
+    return Proposal(
+        SetPdRatio(prefill_from.replicas, after_prefill.replicas, decode_from.replicas, after_decode.replicas),
+        f"P:D {prefill_from.replicas}:{decode_from.replicas} → {after_prefill.replicas}:{after_decode.replicas} "
+        f"at the same GPUs: {giver_role.value} has slack to give; projected {s.describe_projection(values)}",
+    )
+
+
+def describe_violation(items: list[SloStanding]) -> str:
+    return ", ".join(
+        f"{x.bound.label} {format_seconds(x.observed_s)} over {format_seconds(x.bound.limit_s)}"
+        for x in items
+        if x.observed_s is not None
+    )

@@ -1,0 +1,75 @@
+"""Helpers shared by the operator's end-to-end tests (imported by tests/operator/*)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import yaml
+
+from k8s_standin.fixtures import request_json
+
+ROOT = Path(__file__).resolve().parents[1]
+CRD = yaml.safe_load((ROOT / "crds" / "frontiertargets.frontier.dev.yaml").read_text(encoding="utf-8"))
+EXAMPLES = {path.stem: path for path in sorted((ROOT / "examples").glob("*.yaml"))}
+FT = ("frontier.dev/v1alpha1", "frontiertargets")
+OPERATOR = "-m frontier_operator.main"
+
+
+def target_document(
+    name: str, namespace: str, mutate: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    document = yaml.safe_load(EXAMPLES[name].read_text(encoding="utf-8"))
+    document["metadata"] = {"name": document["metadata"]["name"], "namespace": namespace}
+    if mutate is not None:
+        mutate(document)
+    return document
+
+
+def create(api: kubernetes.client.ApiClient, document: dict[str, Any]) -> dict[str, Any]:
+    namespace = document["metadata"]["namespace"]
+    created: dict[str, Any] = kubernetes.client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "frontier.dev", "v1alpha1", namespace, "frontiertargets", document
+    )
+    return created
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), None)
+
+
+def has_condition(kind: str, status: str, reason: str | None = None) -> Callable[[dict[str, Any]], bool]:
+    def check(obj: dict[str, Any]) -> bool:
+        found = condition(obj, kind)
+        return found is not None and found["status"] == status and (reason is None or found["reason"] == reason)
+
+    return check
+
+
+def owned(
+    api: kubernetes.client.ApiClient, namespace: str, target: str, plural: str = "deployments"
+) -> list[dict[str, Any]]:
+    group = "apps/v1" if plural == "deployments" else "v1"
+    prefix = f"/apis/{group}" if "/" in group else f"/api/{group}"
+    status, body = request_json(
+        api,
+        "GET",
+        f"{prefix}/namespaces/{namespace}/{plural}",
+        query=[("labelSelector", f"frontier.dev/target={target}")],
+    )
+    assert status == 200, body
+    items: list[dict[str, Any]] = body["items"]
+    return items
+
+
+def events_for(api: kubernetes.client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    listed = kubernetes.client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False)
+    items: list[dict[str, Any]] = json.loads(listed.data)["items"]
+    return [event for event in items if event.get("involvedObject", {}).get("name") == name]
+
+
+def engine_deployments(api: kubernetes.client.ApiClient, namespace: str, target: str) -> list[dict[str, Any]]:
+    return [d for d in owned(api, namespace, target) if d["metadata"]["labels"].get("frontier.dev/role") != "router"]
