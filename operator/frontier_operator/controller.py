@@ -84,6 +84,25 @@ class Controller:
     def __init__(self, api: ApiClient, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.api = api
         self.clock = clock
+        # (namespace, name) → {condition type: status}, for the frontier_targets gauge.
+        self._conditions: dict[tuple[str, str], dict[str, str]] = {}
+
+    def _count_conditions(self, key: tuple[str, str], status: FrontierTargetStatus | None) -> None:
+        if status is None:
+            self._conditions.pop(key, None)
+        else:
+            self._conditions[key] = {c.type.value: c.status.value for c in status.conditions}
+        counts: dict[tuple[str, str], int] = {}
+        for conditions in self._conditions.values():
+            for pair in conditions.items():
+                counts[pair] = counts.get(pair, 0) + 1
+        metrics.TARGETS.clear()
+        for (kind, value), count in counts.items():
+            metrics.TARGETS.labels(kind, value).set(count)
+
+    def forget(self, namespace: str, name: str) -> None:
+        """The target is gone: stop counting it."""
+        self._count_conditions((namespace, name), None)
 
     # ---------------------------------------------------------------------------------- outcome
 
@@ -166,6 +185,7 @@ class Controller:
         new_status = result.status.model_dump(mode="json", by_alias=True, exclude_none=True)
         old_status = {key: value for key, value in raw_status.items() if key != "kopf"}
         patch = merge_patch(old_status, new_status)
+        self._count_conditions((namespace, name), result.status)
         return Step(status_patch=patch or None, events=_unique(events), status=result.status)
 
 

@@ -63,6 +63,12 @@ def reconcile_periodically(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None
     _reconcile(body, patch, "timer", force_apply=False)
 
 
+@kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
+def forget_deleted(namespace: str | None, name: str, **_: Any) -> None:
+    # Owner references let the garbage collector remove the children; only our gauges need telling.
+    controller().forget(namespace or "", name)
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any) -> None:
     # Kopf's bookkeeping goes into annotations under our prefix: the CRD's structural schema would

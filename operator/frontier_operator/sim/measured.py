@@ -196,7 +196,9 @@ class LengthMatch:
 
     @property
     def distance(self) -> float:
-        return 0.0 if not self.requested[0] or not self.requested[1] else _length_distance(self.requested, self.measured)
+        return (
+            0.0 if not self.requested[0] or not self.requested[1] else _length_distance(self.requested, self.measured)
+        )
 
     def describe(self) -> str:
         (i, o), (mi, mo) = self.requested, self.measured
@@ -242,7 +244,9 @@ class MeasuredTable:
     skipped_rows: int = 0
 
     @staticmethod
-    def from_rows(rows: Iterable[Mapping[str, str]], backend: str | None = "sglang", source: str = "table") -> MeasuredTable:
+    def from_rows(
+        rows: Iterable[Mapping[str, str]], backend: str | None = "sglang", source: str = "table"
+    ) -> MeasuredTable:
         """Rows of the silicon schema; rows of other backends, unparseable rows and rows without TTFT and TPOT
         are skipped (counted in `skipped_rows`)."""
         grouped: dict[TableConfig, dict[tuple[int, int], dict[float, list[tuple[float, float]]]]] = defaultdict(

@@ -80,7 +80,9 @@ class TrafficPattern:
         if self.kind is TrafficKind.STEADY:
             return 1.0
         if self.kind is TrafficKind.DIURNAL:
-            return max(_MIN_RATE_FACTOR, 1.0 + self.amplitude * math.sin(2 * math.pi * (t + self.phase_s) / self.period_s))
+            return max(
+                _MIN_RATE_FACTOR, 1.0 + self.amplitude * math.sin(2 * math.pi * (t + self.phase_s) / self.period_s)
+            )
         if self.kind is TrafficKind.STEP:
             after = t >= self.step_at_s and (self.step_until_s is None or t < self.step_until_s)
             return self.step_factor if after else 1.0

@@ -202,9 +202,7 @@ def describe_action(action: Action) -> str:
     if isinstance(action, SetBatchCap):
         return f"set {action.role.value} batch cap {action.from_cap} → {action.to_cap}"
     if isinstance(action, SetPdRatio):
-        return (
-            f"set P:D {action.prefill_from}:{action.decode_from} → {action.prefill_to}:{action.decode_to} replicas"
-        )
+        return f"set P:D {action.prefill_from}:{action.decode_from} → {action.prefill_to}:{action.decode_to} replicas"
     if isinstance(action, StartCanary):
         return f"start a {action.motive.value} canary at {action.share:.0%} of traffic"
     if isinstance(action, PromoteCanary):

@@ -186,9 +186,7 @@ def explore(s: Situation) -> Proposal | None:
             continue
         sigma = s.forecaster.sigma(candidate.config, prediction)
         optimism = math.exp(-kappa * sigma)
-        optimistic_slo = all(
-            bound.predicted(prediction) * optimism <= bound.limit_s for bound in s.slos
-        )
+        optimistic_slo = all(bound.predicted(prediction) * optimism <= bound.limit_s for bound in s.slos)
         expected_gain = 1.0 - prediction.cost_per_mtok / stable_cost
         optimistic_gain = 1.0 - prediction.cost_per_mtok * optimism / stable_cost
         if not optimistic_slo or expected_gain > s.policy.promote_margin:
@@ -224,7 +222,9 @@ def recent_changes(s: Situation) -> int:
 
 
 def _rollback(s: Situation, canary: CanaryState, cause: RollbackCause, why: str) -> Decision:
-    return Decision(RollbackCanary(canary.revision, cause), f"roll back canary {canary.revision}: {why}", s.now, s.standing)
+    return Decision(
+        RollbackCanary(canary.revision, cause), f"roll back canary {canary.revision}: {why}", s.now, s.standing
+    )
 
 
 def _hold(s: Situation, hold: Hold, why: str) -> Decision:
@@ -250,9 +250,7 @@ def judge_canary(s: Situation, canary: CanaryState) -> Decision:
                 s, canary, RollbackCause.NO_DATA, f"only {samples} requests after {running_for / 60:.0f} min ready"
             )
         return _hold(s, Hold.CANARY_COMPARING, f"canary {canary.revision} has {samples} requests in the window")
-    breached = [
-        x for x, stable in zip(canary_standing, s.standing, strict=True) if x.violated and not stable.violated
-    ]
+    breached = [x for x, stable in zip(canary_standing, s.standing, strict=True) if x.violated and not stable.violated]
     if breached:
         return _rollback(
             s, canary, RollbackCause.SLO_BREACH, f"{describe_standings(breached)} while stable meets the SLO"

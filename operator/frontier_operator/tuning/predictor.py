@@ -109,4 +109,3 @@ class CalibratedPredictor:
         if worker_key(worker) in self.calibration.reference_workers:
             return raw * source.factor
         return raw * transferred(source, source.role, math.sqrt(source.prior_variance)).factor
-

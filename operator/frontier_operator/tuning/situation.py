@@ -75,6 +75,14 @@ class Situation:
                 values.append(predicted_new)
         return tuple(values)
 
+    def predict_absolute(self, config: ServingConfig) -> tuple[float, ...] | None:
+        """Each SLO's corrected-model value for `config`: smoothed over windows by the calibration, unlike
+        the anchored projection, which follows the last window's noise."""
+        prediction = self.forecaster.predict(config, self.pool, self.workload)
+        if prediction is None:
+            return None
+        return tuple(item.bound.predicted(prediction) for item in self.standing)
+
     def fits(self, values: tuple[float, ...], band: float) -> bool:
         """Every projected value at least `band` (relative) under its limit."""
         return all(

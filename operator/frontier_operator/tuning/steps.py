@@ -89,8 +89,14 @@ def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
             continue
         for fewer in range(min(s.policy.max_replica_step, deployment.replicas - 1), 0, -1):
             target = deployment.replicas - fewer
-            values = s.project(with_replicas(s.config, deployment.role, target))
-            if values is None or not s.fits(values, s.policy.hysteresis):
+            smaller = with_replicas(s.config, deployment.role, target)
+            # Both the window-anchored and the calibrated projection must agree: one quiet window alone
+            # does not remove capacity.
+            values = s.project(smaller)
+            smoothed = s.predict_absolute(smaller)
+            if values is None or smoothed is None:
+                continue
+            if not (s.fits(values, s.policy.hysteresis) and s.fits(smoothed, s.policy.hysteresis)):
                 continue
             saved = fewer * deployment.worker.gpus
             if best is None or saved > best[0]:
@@ -135,9 +141,7 @@ def _scaled_per_token(s: Situation, worker: WorkerConfig, batch: float, cap: int
     items = [x for x in _per_token(s) if x.observed_s is not None]
 
     def holds(band: float) -> bool:
-        return all(
-            x.observed_s is not None and x.observed_s * ratio <= x.bound.limit_s * (1.0 - band) for x in items
-        )
+        return all(x.observed_s is not None and x.observed_s * ratio <= x.bound.limit_s * (1.0 - band) for x in items)
 
     return holds
 

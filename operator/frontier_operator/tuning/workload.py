@@ -143,7 +143,9 @@ def update_workload(
     requests = sum(g.samples for v in Variant if (g := serving_group(observation, v)) is not None)
     return WorkloadEstimate(
         request_rate_per_s=_blend(estimate.request_rate_per_s, totals.rate, weight),
-        input_tokens=_blend(estimate.input_tokens, totals.input_tokens / totals.rate if totals.has_input else None, weight),
+        input_tokens=_blend(
+            estimate.input_tokens, totals.input_tokens / totals.rate if totals.has_input else None, weight
+        ),
         output_tokens=_blend(
             estimate.output_tokens, totals.output_tokens / totals.rate if totals.has_output else None, weight
         ),

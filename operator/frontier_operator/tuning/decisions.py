@@ -1,0 +1,234 @@
+"""`decide`: the next action for a fleet, as a pure function of what was observed, what runs, what the
+model knows, the policy and the time.
+
+The rules, in the order they are checked (the first that applies wins; `docs/closed-loop.md` has the
+table):
+
+1. paused → nothing;
+2. a canary that crash-loops or is not ready by its deadline → roll back (Kubernetes facts, no metrics
+   needed);
+3. no observation (Prometheus down or erroring), a stale one, or too few requests → nothing: no action
+   is ever taken on missing or stale data;
+4. a canary in flight → its verdict (promote, roll back, or keep comparing);
+5. an SLO metric without data, or a previous step still rolling out (ready < desired) → nothing;
+6. the plan is outdated (none yet, model drift, workload shift) → re-plan with the corrected model
+   (status only, so cooldown and budget do not hold it back);
+7. within the cooldown, or the hourly change budget spent → nothing;
+8. an SLO violated → the cheapest remedy predicted to clear it: per-token latency (TPOT/ITL) → lower the
+   batch cap if TTFT can absorb the queueing, else shift the P:D ratio toward decode, else add decode
+   replicas; TTFT → raise a binding cap with queueing if per-token latency has slack, else shift P:D
+   toward prefill, else add replicas; never beyond the step or the GPU budget;
+9. the spec asks for a new engine image → canary it;
+10. some SLO within the hysteresis band → nothing;
+11. slack everywhere → save: remove replicas (if both the window and the calibrated model say the
+    smaller fleet keeps the band), raise a binding cap, canary a cheaper plan, or explore a neighbour;
+    otherwise "SLO met with no cheaper option".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
+from frontier_operator.tuning.actions import Decision, Hold, NoAction, SloStanding
+from frontier_operator.tuning.canary import cheaper_canary, explore, image_canary, judge_canary, recent_changes
+from frontier_operator.tuning.forecast import Forecaster
+from frontier_operator.tuning.observation import Observation, Variant
+from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.predictor import CalibratedPredictor
+from frontier_operator.tuning.replan import replan, replan_trigger
+from frontier_operator.tuning.situation import Proposal, Situation
+from frontier_operator.tuning.slo import describe_standings, standings
+from frontier_operator.tuning.state import AppliedState, CanaryState, ModelContext
+from frontier_operator.tuning.steps import (
+    batch_cap_down,
+    batch_cap_up,
+    describe_violation,
+    scale_down,
+    scale_up,
+    shift_ratio,
+)
+from frontier_operator.tuning.structure import decoding_role, latency_role, with_replicas
+from frontier_operator.tuning.workload import serving_group, variant_workload
+
+
+def decide(
+    observation: Observation | None,
+    applied: AppliedState,
+    model: ModelContext,
+    policy: TuningPolicy,
+    now: float,
+) -> Decision:
+    def hold(reason: Hold, why: str, standing: tuple[SloStanding, ...] = ()) -> Decision:
+        return Decision(NoAction(reason), why, now, standing)
+
+    if policy.paused:
+        return hold(Hold.PAUSED, "tuning is paused (spec.tuning.paused or the frontier.dev/paused annotation)")
+    unhealthy = _unhealthy_canary(applied.canary, policy, now)
+    if unhealthy is not None:
+        return unhealthy
+    if observation is None:
+        return hold(
+            Hold.METRICS_UNAVAILABLE,
+            "no metrics: Prometheus is unreachable or answered an error; nothing is changed on missing data",
+        )
+    age = now - observation.window_end
+    if age > policy.max_staleness_s:
+        return hold(
+            Hold.STALE_METRICS,
+            f"the newest metrics window ended {age:.0f} s ago (over {policy.max_staleness_s:.0f} s): stale",
+        )
+    standing = standings(model.request.slos, observation, Variant.STABLE)
+    group = serving_group(observation, Variant.STABLE)
+    samples = group.samples if group is not None else 0
+    workload = variant_workload(observation, Variant.STABLE, model.plan_workload or model.request.workload)
+    if samples < policy.min_samples or workload is None:
+        return hold(
+            Hold.INSUFFICIENT_DATA,
+            f"{samples} requests completed in the window; {policy.min_samples} are needed to trust percentiles",
+            standing,
+        )
+    pool = model.pool(applied.pool)
+    if pool is None:
+        return hold(Hold.NO_REMEDY, f"pool {applied.pool!r} is no longer in the spec", standing)
+    forecaster = Forecaster(
+        CalibratedPredictor(model.predictor, model.calibration), model.request.arch, model.calibration.confidence
+    )
+    s = Situation(observation, applied, model, policy, now, standing, forecaster, pool, workload)
+
+    if applied.canary is not None:
+        return judge_canary(s, applied.canary)
+    missing = [x for x in standing if x.observed_s is None]
+    if missing:
+        labels = ", ".join(x.bound.label for x in missing)
+        return hold(Hold.MISSING_METRIC, f"no data for {labels}: nothing is changed on missing data", standing)
+    pending = applied.pending()
+    if pending:
+        rollout = ", ".join(f"{r.role.value} {r.ready}/{r.desired} ready" for r in pending)
+        return hold(Hold.STEP_PENDING, f"the previous step is still rolling out ({rollout})", standing)
+    trigger = replan_trigger(model, policy.workload_shift, policy.cache_hit_shift)
+    if trigger is not None:
+        return s.decision(replan(model, *trigger))
+    held = _change_gates(s)
+    if held is not None:
+        return held
+    if any(x.violated for x in standing):
+        return s.decision(_remedy(s))
+    image = image_canary(s)
+    if image is not None:
+        return s.decision(image)
+    if not all(x.slack(policy.hysteresis) for x in standing):
+        return hold(
+            Hold.HYSTERESIS,
+            f"SLO met but within the {policy.hysteresis:.0%} hysteresis band ({describe_standings(standing)}): "
+            "nothing is loosened this close to a limit",
+            standing,
+        )
+    return s.decision(_save(s))
+
+
+def _unhealthy_canary(canary: CanaryState | None, policy: TuningPolicy, now: float) -> Decision | None:
+    if canary is None:
+        return None
+    from frontier_operator.tuning.actions import RollbackCanary, RollbackCause
+
+    if canary.crash_looping:
+        return Decision(
+            RollbackCanary(canary.revision, RollbackCause.CRASH_LOOPING),
+            f"roll back canary {canary.revision}: its pods are crash-looping",
+            now,
+        )
+    waited = now - canary.started_at
+    if canary.ready_at is None and waited > policy.canary_startup_deadline_s:
+        return Decision(
+            RollbackCanary(canary.revision, RollbackCause.NOT_READY),
+            f"roll back canary {canary.revision}: not ready after {waited / 60:.0f} min",
+            now,
+        )
+    return None
+
+
+def _change_gates(s: Situation) -> Decision | None:
+    history = s.applied.history
+    if history:
+        last = max(r.at for r in history)
+        quiet = s.now - last
+        if quiet < s.policy.cooldown_s:
+            return Decision(
+                NoAction(Hold.COOLDOWN),
+                f"cooldown: the last change was {quiet:.0f} s ago (cooldown {s.policy.cooldown_s:.0f} s); "
+                f"{describe_standings(s.standing)}",
+                s.now,
+                s.standing,
+            )
+    changes = recent_changes(s)
+    if changes >= s.policy.max_changes_per_hour:
+        return Decision(
+            NoAction(Hold.CHANGE_BUDGET),
+            f"{changes} changes in the last hour, the most the policy allows ({s.policy.max_changes_per_hour})",
+            s.now,
+            s.standing,
+        )
+    return None
+
+
+def _first(attempts: list[Callable[[], Proposal | None]]) -> Proposal | None:
+    for attempt in attempts:
+        proposal = attempt()
+        if proposal is not None:
+            return proposal
+    return None
+
+
+def _remedy(s: Situation) -> Proposal:
+    violated = [x for x in s.standing if x.violated]
+    what = describe_violation(violated)
+    tokens_role = decoding_role(s.config)
+    if any(x.bound.metric in PER_TOKEN_METRICS for x in violated):
+        from frontier_operator.perf.types import Role
+
+        role = tokens_role
+        attempts = [lambda: batch_cap_down(s), lambda: shift_ratio(s, Role.DECODE), lambda: scale_up(s, role)]
+    elif any(x.bound.metric is SloMetric.TTFT for x in violated):
+        from frontier_operator.perf.types import Role
+
+        role = latency_role(s.config, metric_is_ttft=True)
+        attempts = [
+            (lambda: batch_cap_up(s)) if not s.config.disaggregated else (lambda: None),
+            lambda: shift_ratio(s, Role.PREFILL),
+            lambda: scale_up(s, role),
+        ]
+    else:
+        role = tokens_role
+        attempts = [lambda: scale_up(s, role)]
+    proposal = _first(attempts)
+    if proposal is not None:
+        return Proposal(proposal.action, f"{what}: {proposal.reason}")
+    deployment = s.config.role(role)
+    if deployment is not None and with_replicas(s.config, role, deployment.replicas + 1).total_gpus > s.pool.max_gpus:
+        return Proposal(
+            NoAction(Hold.GPU_BUDGET),
+            f"{what}, but one more {role.value} replica would exceed the {s.pool.max_gpus}-GPU budget of pool "
+            f"{s.pool.name}, and no batch-cap or P:D change is predicted to help",
+        )
+    return Proposal(NoAction(Hold.NO_REMEDY), f"{what}, and no step is predicted to help")
+
+
+def _save(s: Situation) -> Proposal:
+    proposal, stabilizing = scale_down(s)
+    if proposal is not None:
+        return proposal
+    proposal = _first([lambda: batch_cap_up(s), lambda: cheaper_canary(s), lambda: explore(s)])
+    if proposal is not None:
+        return proposal
+    if stabilizing:
+        roles = ", ".join(role.value for role in stabilizing)
+        return Proposal(
+            NoAction(Hold.STABILIZING),
+            f"SLO met with slack, but {roles} replicas were added less than "
+            f"{s.policy.scale_down_stabilization_s / 60:.0f} min ago: not removing them yet",
+        )
+    return Proposal(
+        NoAction(Hold.SLO_MET),
+        f"SLO met ({describe_standings(s.standing)}) and no cheaper option is predicted to keep it",
+    )
