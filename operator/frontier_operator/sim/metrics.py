@@ -127,7 +127,6 @@ KV_TRANSFER_LATENCY = MetricSpec(
     (),
     KV_TRANSFER_MS_BUCKETS,
 )
-IS_CUDA_GRAPH = MetricSpec("sglang:is_cuda_graph", MetricType.GAUGE, Side.SCHEDULER, "Whether the batch is using CUDA graph.")
 
 ALL_METRICS = (
     TTFT,
@@ -148,7 +147,6 @@ ALL_METRICS = (
     GEN_THROUGHPUT,
     SPEC_ACCEPT_LENGTH,
     KV_TRANSFER_LATENCY,
-    IS_CUDA_GRAPH,
 )
 
 

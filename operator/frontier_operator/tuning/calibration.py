@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from frontier_operator.perf.types import Percentiles, Prediction, Role, ServingConfig
@@ -42,8 +42,8 @@ from frontier_operator.tuning.structure import latency_role, structure_key, work
 from frontier_operator.tuning.workload import WorkloadEstimate, update_workload
 
 # SGLang 0.5.23's default histogram buckets, seconds (sglang-0.5.23.md §7.3).
-TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
-ITL_BUCKETS = (
+TTFT_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+ITL_BUCKETS: tuple[float, ...] = (
     0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
     0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1, 2, 4, 6, 8,
 )  # fmt: skip
@@ -145,13 +145,13 @@ class ModelDrift:
 @dataclass(frozen=True)
 class CalibrationState:
     estimates: tuple[Estimate, ...] = ()
-    workload: WorkloadEstimate = WorkloadEstimate()
+    workload: WorkloadEstimate = field(default_factory=WorkloadEstimate)
     # Structure key (`structure.structure_key`, no pool) of the configuration the estimates were observed
     # on, and the keys of its workers (`structure.worker_key`).
     reference: str | None = None
     reference_workers: frozenset[str] = frozenset()
     updated_at: float | None = None
-    settings: CalibrationSettings = CalibrationSettings()
+    settings: CalibrationSettings = field(default_factory=CalibrationSettings)
 
     def estimate(self, role: Role, metric: LatencyMetric) -> Estimate | None:
         return next((e for e in self.estimates if e.role is role and e.metric is metric), None)

@@ -43,6 +43,7 @@ from frontier_operator.tuning.actions import (
 from frontier_operator.tuning.calibration import update_calibration
 from frontier_operator.tuning.forecast import Forecaster, raw_prediction
 from frontier_operator.tuning.observation import Variant
+from frontier_operator.tuning.policy import TuningPolicy
 from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.slo import describe_standings, standings
@@ -85,6 +86,7 @@ class _Priced:
 
 def _start(
     s: Situation,
+    *,
     config: ServingConfig,
     pool: GpuPool,
     motive: CanaryMotive,
@@ -115,12 +117,12 @@ def image_canary(s: Situation) -> Proposal | None:
     cost = _stable_cost(s, _fleet_workload(s))
     return _start(
         s,
-        s.config,
-        s.pool,
-        CanaryMotive.IMAGE,
-        cost,
-        cost,
-        f"the spec asks for engine image {s.model.image} (running {s.applied.image})",
+        config=s.config,
+        pool=s.pool,
+        motive=CanaryMotive.IMAGE,
+        stable_cost=cost,
+        cost=cost,
+        why=f"the spec asks for engine image {s.model.image} (running {s.applied.image})",
     )
 
 
@@ -154,7 +156,13 @@ def cheaper_canary(s: Situation) -> Proposal | None:
                 f"${prediction.cost_per_mtok:.3g}/Mtok, {saving:.0%} under the stable ${stable_cost:.3g}/Mtok"
             )
             proposal = _start(
-                s, candidate.config, candidate.pool, CanaryMotive.CHEAPER, stable_cost, prediction.cost_per_mtok, why
+                s,
+                config=candidate.config,
+                pool=candidate.pool,
+                motive=CanaryMotive.CHEAPER,
+                stable_cost=stable_cost,
+                cost=prediction.cost_per_mtok,
+                why=why,
             )
             if proposal is not None:
                 return proposal
@@ -203,12 +211,12 @@ def explore(s: Situation) -> Proposal | None:
     )
     return _start(
         s,
-        priced.candidate.config,
-        priced.candidate.pool,
-        CanaryMotive.EXPLORATION,
-        stable_cost,
-        priced.prediction.cost_per_mtok,
-        why,
+        config=priced.candidate.config,
+        pool=priced.candidate.pool,
+        motive=CanaryMotive.EXPLORATION,
+        stable_cost=stable_cost,
+        cost=priced.prediction.cost_per_mtok,
+        why=why,
     )
 
 
@@ -231,14 +239,27 @@ def _hold(s: Situation, hold: Hold, why: str) -> Decision:
     return Decision(NoAction(hold), why, s.now, s.standing)
 
 
+def canary_health(canary: CanaryState, policy: TuningPolicy, now: float) -> tuple[RollbackCause, str] | None:
+    """Why the canary must go from what Kubernetes says alone (no metrics needed), or None."""
+    if canary.crash_looping:
+        return RollbackCause.CRASH_LOOPING, "its pods are crash-looping"
+    waited = now - canary.started_at
+    if canary.ready_at is None and waited > policy.canary_startup_deadline_s:
+        return RollbackCause.NOT_READY, f"not ready after {waited / 60:.0f} min"
+    return None
+
+
+def rollback_decision(canary: CanaryState, cause: RollbackCause, why: str, now: float) -> Decision:
+    return Decision(RollbackCanary(canary.revision, cause), f"roll back canary {canary.revision}: {why}", now)
+
+
 def judge_canary(s: Situation, canary: CanaryState) -> Decision:
     policy = s.policy
-    if canary.crash_looping:
-        return _rollback(s, canary, RollbackCause.CRASH_LOOPING, "its pods are crash-looping")
+    unhealthy = canary_health(canary, policy, s.now)
+    if unhealthy is not None:
+        return _rollback(s, canary, *unhealthy)
     if canary.ready_at is None:
         waited = s.now - canary.started_at
-        if waited > policy.canary_startup_deadline_s:
-            return _rollback(s, canary, RollbackCause.NOT_READY, f"not ready after {waited / 60:.0f} min")
         return _hold(s, Hold.CANARY_STARTING, f"canary {canary.revision} starting ({waited / 60:.0f} min)")
     running_for = s.now - canary.ready_at
     group = serving_group(s.observation, Variant.CANARY)

@@ -29,9 +29,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from frontier_operator.perf.types import Role
 from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
 from frontier_operator.tuning.actions import Decision, Hold, NoAction, SloStanding
-from frontier_operator.tuning.canary import cheaper_canary, explore, image_canary, judge_canary, recent_changes
+from frontier_operator.tuning.canary import (
+    canary_health,
+    cheaper_canary,
+    explore,
+    image_canary,
+    judge_canary,
+    recent_changes,
+    rollback_decision,
+)
 from frontier_operator.tuning.forecast import Forecaster
 from frontier_operator.tuning.observation import Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
@@ -130,22 +139,8 @@ def decide(
 def _unhealthy_canary(canary: CanaryState | None, policy: TuningPolicy, now: float) -> Decision | None:
     if canary is None:
         return None
-    from frontier_operator.tuning.actions import RollbackCanary, RollbackCause
-
-    if canary.crash_looping:
-        return Decision(
-            RollbackCanary(canary.revision, RollbackCause.CRASH_LOOPING),
-            f"roll back canary {canary.revision}: its pods are crash-looping",
-            now,
-        )
-    waited = now - canary.started_at
-    if canary.ready_at is None and waited > policy.canary_startup_deadline_s:
-        return Decision(
-            RollbackCanary(canary.revision, RollbackCause.NOT_READY),
-            f"roll back canary {canary.revision}: not ready after {waited / 60:.0f} min",
-            now,
-        )
-    return None
+    unhealthy = canary_health(canary, policy, now)
+    return rollback_decision(canary, *unhealthy, now) if unhealthy is not None else None
 
 
 def _change_gates(s: Situation) -> Decision | None:
@@ -185,13 +180,9 @@ def _remedy(s: Situation) -> Proposal:
     what = describe_violation(violated)
     tokens_role = decoding_role(s.config)
     if any(x.bound.metric in PER_TOKEN_METRICS for x in violated):
-        from frontier_operator.perf.types import Role
-
         role = tokens_role
         attempts = [lambda: batch_cap_down(s), lambda: shift_ratio(s, Role.DECODE), lambda: scale_up(s, role)]
     elif any(x.bound.metric is SloMetric.TTFT for x in violated):
-        from frontier_operator.perf.types import Role
-
         role = latency_role(s.config, metric_is_ttft=True)
         attempts = [
             (lambda: batch_cap_up(s)) if not s.config.disaggregated else (lambda: None),

@@ -34,6 +34,12 @@ def _e2e(e2e: Percentiles, ttft: Percentiles, ttft_factor: float, tpot_factor: f
     return Percentiles(*(one(p) for p in (50, 90, 95, 99)))
 
 
+def _served_ratio(before: float, now: float) -> float:
+    if before == now:
+        return 1.0
+    return before / now if now > 0 else math.inf
+
+
 @dataclass(frozen=True)
 class CalibratedPredictor:
     base: Predictor
@@ -76,12 +82,8 @@ class CalibratedPredictor:
             tpot = _scaled(raw.tpot, tpot_factor)
             itl = _scaled(raw.itl, tpot_factor)
             e2e = _e2e(raw.e2e, raw.ttft, ttft_factor, tpot_factor)
-        served_before = min(rate, raw.max_request_rate_per_s)
-        served_now = min(rate, capacity)
-        if served_now == served_before:
-            scale = 1.0
-        else:
-            scale = served_before / served_now if served_now > 0 else math.inf
+        # Cost per token grows when the corrected capacity serves less of the offered rate than the raw one.
+        scale = _served_ratio(min(rate, raw.max_request_rate_per_s), min(rate, capacity))
         return replace(
             raw,
             ttft=ttft,

@@ -25,7 +25,9 @@ def current_workload(model: ModelContext) -> Workload:
     return effective_workload(model.request.workload, model.calibration.workload)
 
 
-def replan_trigger(model: ModelContext, relative_shift: float, cache_hit_shift: float) -> tuple[ReplanCause, str] | None:
+def replan_trigger(
+    model: ModelContext, relative_shift: float, cache_hit_shift: float
+) -> tuple[ReplanCause, str] | None:
     if model.plan is None:
         return ReplanCause.NO_PLAN, "no plan yet"
     drifts = model.calibration.drift

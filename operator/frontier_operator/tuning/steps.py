@@ -60,7 +60,8 @@ def scale_up(s: Situation, role: Role) -> Proposal | None:
     if values is not None and s.fits(values, s.policy.hysteresis / 2):
         outlook = f"projected {s.describe_projection(values)}"
     else:
-        outlook = f"the most one step may add; projected still short ({s.describe_projection(values) if values else 'unpredictable'})"
+        projected = s.describe_projection(values) if values is not None else "unpredictable"
+        outlook = f"the most one step may add; projected still short ({projected})"
     return Proposal(
         ScaleReplicas(role, current, replicas),
         f"{role.value} replicas {current} → {replicas}: {outlook}",

@@ -1,0 +1,260 @@
+"""Accuracy benchmark: leave-one-model-out over the SGLang rows of the silicon measurements.
+
+For every model of the file: refit the calibration without that model's rows, predict its rows at their
+concurrency, compare with the measured TTFT and TPOT. Reports median and p90 absolute percentage error,
+overall, per model and per GPU, and the coverage (share of rows predicted at all). A family (GPU
+architecture) without any row of the left-out model keeps the full-data fit, which is exactly what a refit
+would return (the fit of a family only sees that family's rows, and it is deterministic).
+
+Two stricter / looser views are reported next to the headline:
+* leave-one-architecture-out: DeepSeek-R1 and DeepSeek-V3 share one architecture and many of their rows
+  are the same measurements filed under both names, so leaving out R1 still trains on V3. Leaving out the
+  whole architecture shows how the model does on an unseen architecture.
+* in-sample: the full fit predicting its own rows (how much of the error is the model, how much the data).
+
+Usage: python bench/accuracy.py [--out bench/results/accuracy.json] [--data CSV] [--workers N]
+Writes JSON and prints one summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from frontier_operator.perf.calibration import Calibration, FamilyFit
+from frontier_operator.perf.errors import UnpredictableConfig
+from frontier_operator.perf.fitting import fit_family, fittable
+from frontier_operator.perf.model import PerformanceModel
+from frontier_operator.perf.silicon import SiliconCase, parse_row, read_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "silicon" / "silicon_measurements.csv"
+DEFAULT_OUT = ROOT / "bench" / "results" / "accuracy.json"
+BACKEND = "sglang"
+GOALS = {"median_tpot_ape": 0.10, "median_ttft_ape": 0.20, "coverage": 0.95}
+
+
+@dataclass(frozen=True)
+class Row:
+    index: int
+    model: str
+    gpu: str
+    mode: str
+    case: SiliconCase | None
+    parse_error: str | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    row: Row
+    ttft_ape: float | None
+    tpot_ape: float | None
+    error: str | None
+
+
+def load(path: Path) -> list[Row]:
+    out = []
+    for index, raw in enumerate(read_rows(path)):
+        if (raw.get("backend") or "").strip().lower() != BACKEND:
+            continue
+        model = (raw.get("model_path") or "").strip()
+        gpu = (raw.get("system") or "").strip()
+        mode = (raw.get("mode") or "").strip()
+        try:
+            out.append(Row(index, model, gpu, mode, parse_row(raw), None))
+        except UnpredictableConfig as error:
+            out.append(Row(index, model, gpu, mode, None, error.reason))
+    return out
+
+
+def _family_job(job: tuple[str, list[SiliconCase]]) -> tuple[str, FamilyFit]:
+    arch, cases = job
+    return arch, fit_family(arch, cases, Calibration.uncalibrated())
+
+
+def fit_families(jobs: list[tuple[str, list[SiliconCase]]], workers: int) -> dict[str, FamilyFit]:
+    jobs = [job for job in jobs if job[1]]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return dict(pool.map(_family_job, jobs))
+    return dict(_family_job(job) for job in jobs)
+
+
+def by_family(cases: Iterable[SiliconCase]) -> dict[str, list[SiliconCase]]:
+    out: dict[str, list[SiliconCase]] = {}
+    for case in cases:
+        out.setdefault(case.gpu.arch, []).append(case)
+    return out
+
+
+def calibration_of(families: dict[str, FamilyFit]) -> Calibration:
+    calibration = Calibration.uncalibrated()
+    for arch, fit in sorted(families.items()):
+        calibration = calibration.with_family(arch, fit)
+    return calibration
+
+
+def evaluate(model: PerformanceModel, rows: Iterable[Row]) -> list[Outcome]:
+    out = []
+    for row in rows:
+        if row.case is None:
+            out.append(Outcome(row, None, None, row.parse_error))
+            continue
+        case = row.case
+        try:
+            p = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+        except UnpredictableConfig as error:
+            out.append(Outcome(row, None, None, error.reason))
+            continue
+
+        def ape(predicted_s: float, measured_ms: float | None) -> float | None:
+            if measured_ms is None or measured_ms <= 0 or not math.isfinite(predicted_s):
+                return None
+            return abs(predicted_s * 1e3 - measured_ms) / measured_ms
+
+        out.append(Outcome(row, ape(p.ttft_s, case.measured_ttft_ms), ape(p.tpot_s, case.measured_tpot_ms), None))
+    return out
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summarise(outcomes: Sequence[Outcome]) -> dict[str, float | int | None]:
+    ttft = [o.ttft_ape for o in outcomes if o.ttft_ape is not None]
+    tpot = [o.tpot_ape for o in outcomes if o.tpot_ape is not None]
+    predicted = sum(1 for o in outcomes if o.error is None)
+    return {
+        "rows": len(outcomes),
+        "predicted": predicted,
+        "coverage": predicted / len(outcomes) if outcomes else None,
+        "median_ttft_ape": statistics.median(ttft) if ttft else None,
+        "p90_ttft_ape": _quantile(ttft, 0.9) if ttft else None,
+        "median_tpot_ape": statistics.median(tpot) if tpot else None,
+        "p90_tpot_ape": _quantile(tpot, 0.9) if tpot else None,
+    }
+
+
+def grouped(outcomes: Sequence[Outcome], key: str) -> dict[str, dict[str, float | int | None]]:
+    groups: dict[str, list[Outcome]] = {}
+    for outcome in outcomes:
+        label = {"model": outcome.row.model, "gpu": outcome.row.gpu, "mode": outcome.row.mode}[key]
+        if key == "mode" and outcome.row.case is not None and not outcome.row.case.fully_specified:
+            label += " (worker counts missing)"
+        groups.setdefault(label, []).append(outcome)
+    return {label: summarise(group) for label, group in sorted(groups.items())}
+
+
+def leave_out(
+    rows: Sequence[Row], usable: Sequence[SiliconCase], full: dict[str, FamilyFit], held_out: set[str], workers: int
+) -> list[Outcome]:
+    """Refit the families that contain a held-out model without it, predict the held-out rows."""
+    held_rows = [row for row in rows if row.model in held_out]
+    touched = {row.case.gpu.arch for row in held_rows if row.case is not None}
+    training = by_family(case for case in usable if case.model_path not in held_out)
+    refit = fit_families([(arch, training.get(arch, [])) for arch in sorted(touched)], workers)
+    families = {arch: fit for arch, fit in full.items() if arch not in touched}
+    families.update(refit)
+    return evaluate(PerformanceModel(calibration_of(families)), held_rows)
+
+
+def report(rows: Sequence[Row], outcomes: Sequence[Outcome]) -> dict[str, object]:
+    return {
+        "overall": summarise(outcomes),
+        "per_model": grouped(outcomes, "model"),
+        "per_gpu": grouped(outcomes, "gpu"),
+        "per_mode": grouped(outcomes, "mode"),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--data", default=str(DEFAULT_DATA), help="silicon measurements CSV")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="where to write the JSON results")
+    parser.add_argument("--workers", type=int, default=2, help="processes fitting GPU families in parallel")
+    args = parser.parse_args(argv)
+
+    started = time.monotonic()
+    data = Path(args.data)
+    if not data.is_file():
+        print(f"error: {data}: no such file", file=sys.stderr)
+        return 2
+    rows = load(data)
+    usable = fittable([row.case for row in rows if row.case is not None])
+    full = fit_families(sorted(by_family(usable).items()), args.workers)
+
+    models = sorted({row.model for row in rows})
+    lomo: list[Outcome] = []
+    for model in models:
+        lomo.extend(leave_out(rows, usable, full, {model}, args.workers))
+
+    architectures: dict[str, set[str]] = {}
+    for row in rows:
+        if row.case is not None:
+            architectures.setdefault(row.case.arch.architecture, set()).add(row.model)
+    loao: list[Outcome] = []
+    for members in architectures.values():
+        loao.extend(leave_out(rows, usable, full, members, args.workers))
+    unparsed = [row for row in rows if row.case is None]
+    loao.extend(evaluate(PerformanceModel(calibration_of(full)), unparsed))
+
+    in_sample = evaluate(PerformanceModel(calibration_of(full)), rows)
+    headline = summarise(lomo)
+    result = {
+        "benchmark": "accuracy",
+        "method": "leave-one-model-out over the SGLang rows; absolute percentage error of mean TTFT and TPOT",
+        "data": str(data),
+        "backend": BACKEND,
+        "goals": GOALS,
+        "goals_met": {
+            "median_tpot_ape": (headline["median_tpot_ape"] or math.inf) <= GOALS["median_tpot_ape"],
+            "median_ttft_ape": (headline["median_ttft_ape"] or math.inf) <= GOALS["median_ttft_ape"],
+            "coverage": (headline["coverage"] or 0.0) >= GOALS["coverage"],
+        },
+        "leave_one_model_out": report(rows, lomo),
+        "leave_one_architecture_out": report(rows, loao),
+        "in_sample": report(rows, in_sample),
+        "unpredictable_reasons": _reasons(lomo),
+        "fitted_rows": len(usable),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    def pct(value: float | int | None) -> str:
+        return "n/a" if value is None else f"{100 * value:.1f}%"
+
+    print(
+        f"accuracy (leave-one-model-out, {headline['rows']} SGLang rows): "
+        f"TPOT median {pct(headline['median_tpot_ape'])} p90 {pct(headline['p90_tpot_ape'])}, "
+        f"TTFT median {pct(headline['median_ttft_ape'])} p90 {pct(headline['p90_ttft_ape'])}, "
+        f"coverage {pct(headline['coverage'])} -> {out}"
+    )
+    return 0
+
+
+def _reasons(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        if outcome.error is not None:
+            key = re.sub(r"\d+(\.\d+)?", "#", outcome.error.split(" (")[0])
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,321 @@
+"""Prometheus → `Observation`: SGLang's metrics for one target's pods, by role and variant, over a window.
+
+**Labels.** The engines' PodMonitor must copy four pod labels onto every scraped series under the names
+in `PROMETHEUS_LABELS` (`frontier_target`, `frontier_role`, `frontier_variant`, `frontier_revision`);
+the Prometheus Operator adds `namespace` itself. `pod_monitor_relabelings()` gives the exact relabelings.
+
+**Names.** SGLang exports `sglang:<name>`; a prometheus_client ≥ 0.23 behind a Prometheus that negotiates
+OpenMetrics escapes the colon and Prometheus stores `sglang_<name>` (test-infrastructure.md §3.4). Every
+selector matches both spellings: `{__name__=~"sglang[:_]<name>"}`.
+
+**Queries.** Each statistic is one PromQL expression grouped by role and variant (listed in
+`docs/closed-loop.md`). To bound the load on Prometheus, statistics are tagged with `label_replace` and
+joined with `or` into `MAX_QUERIES` instant queries per observation, all evaluated at the same instant.
+
+**Failures.** Unreachable, timing out, an HTTP error or an answer that is not the documented JSON →
+`None` for the whole observation. A statistic without series, or whose value is NaN (no requests in
+the window) → `None` for that statistic. Nothing missing is ever reported as 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.util.retry import Retry
+
+from frontier_operator.perf.types import Percentiles, Role
+from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
+
+log = logging.getLogger(__name__)
+
+# ------------------------------------------------------------------------------------------------ labels
+
+TARGET_LABEL = "frontier_target"
+ROLE_LABEL = "frontier_role"
+VARIANT_LABEL = "frontier_variant"
+REVISION_LABEL = "frontier_revision"
+NAMESPACE_LABEL = "namespace"
+# Pod label → the Prometheus label the PodMonitor must write it to.
+PROMETHEUS_LABELS: Mapping[str, str] = {
+    "frontier.dev/target": TARGET_LABEL,
+    "frontier.dev/role": ROLE_LABEL,
+    "frontier.dev/variant": VARIANT_LABEL,
+    "frontier.dev/revision": REVISION_LABEL,
+}
+# The tag each statistic carries in a joined query's answer.
+STAT_LABEL = "frontier_stat"
+GROUP_BY = f"{ROLE_LABEL}, {VARIANT_LABEL}"
+
+
+def _meta_label(pod_label: str) -> str:
+    # Prometheus' Kubernetes discovery turns every non-alphanumeric character of a label name into "_".
+    return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in pod_label)
+
+
+def pod_monitor_relabelings() -> list[dict[str, Any]]:
+    """`spec.podMetricsEndpoints[].relabelings` that give every series the labels the queries group by."""
+    return [
+        {"action": "replace", "sourceLabels": [_meta_label(pod_label)], "targetLabel": target}
+        for pod_label, target in PROMETHEUS_LABELS.items()
+    ]
+
+
+# ----------------------------------------------------------------------------------------------- queries
+
+PERCENTILES = (50, 90, 95, 99)
+# GroupObservation percentile field → the SGLang histogram it is read from.
+HISTOGRAMS = {
+    "ttft": "time_to_first_token_seconds",
+    "tpot": "request_time_per_output_token_seconds",
+    "itl": "inter_token_latency_seconds",
+    "e2e": "e2e_request_latency_seconds",
+}
+# One query per histogram (its four percentiles; the e2e one also counts the requests), one for the rest.
+MAX_QUERIES = len(HISTOGRAMS) + 1
+DEFAULT_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class FleetSelector:
+    """Which pods: one target in one namespace, optionally only some revisions (e.g. stable and canary)."""
+
+    namespace: str
+    target: str
+    revisions: tuple[str, ...] = ()
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def series(selector: FleetSelector, metric: str, extra: str = "") -> str:
+    """A vector selector for SGLang metric `metric` (name without prefix) on the selected pods, either spelling."""
+    matchers = [
+        f"__name__=~{_quote('sglang[:_]' + metric)}",
+        f"{TARGET_LABEL}={_quote(selector.target)}",
+        f"{NAMESPACE_LABEL}={_quote(selector.namespace)}",
+    ]
+    if selector.revisions:
+        matchers.append(f"{REVISION_LABEL}=~{_quote('|'.join(selector.revisions))}")
+    if extra:
+        matchers.append(extra)
+    return "{" + ", ".join(matchers) + "}"
+
+
+def statistics(selector: FleetSelector, window_s: float) -> dict[str, str]:
+    """Every statistic's PromQL, grouped by role and variant. Keys name `GroupObservation` fields."""
+    w = f"[{max(1, round(window_s))}s]"
+
+    def rate_sum(metric: str, extra: str = "") -> str:
+        return f"sum by ({GROUP_BY}) (rate({series(selector, metric, extra)}{w}))"
+
+    def gauge(metric: str, how: str) -> str:
+        return f"{how} by ({GROUP_BY}) (avg_over_time({series(selector, metric)}{w}))"
+
+    stats: dict[str, str] = {}
+    for field, histogram in HISTOGRAMS.items():
+        buckets = f"sum by (le, {GROUP_BY}) (rate({series(selector, histogram + '_bucket')}{w}))"
+        for p in PERCENTILES:
+            stats[f"{field}_p{p}"] = f"histogram_quantile({p / 100}, {buckets})"
+    stats["samples"] = f"sum by ({GROUP_BY}) (increase({series(selector, 'e2e_request_latency_seconds_count')}{w}))"
+    stats["request_rate_per_s"] = rate_sum("num_requests_total")
+    stats["input_tokens_per_s"] = rate_sum("prompt_tokens_total")
+    stats["output_tokens_per_s"] = rate_sum("generation_tokens_total")
+    stats["running_requests"] = gauge("num_running_reqs", "sum")
+    stats["queued_requests"] = gauge("num_queue_reqs", "sum")
+    stats["kv_usage"] = gauge("token_usage", "avg")
+    # Windowed hit rate from the scheduler's counters: hit tokens over hit + computed ("input") tokens;
+    # the latest-batch gauge only where the counters are absent.
+    hits = rate_sum("prefill_effective_tokens_total", 'mode=~".+_hit"')
+    everything = rate_sum("prefill_effective_tokens_total")
+    stats["cache_hit_rate"] = f"({hits} / {everything}) or {gauge('cache_hit_rate', 'avg')}"
+    # SGLang reports 0 when speculative decoding is off: that is "no speculation", not an accept length.
+    stats["spec_accept_length"] = (
+        f"avg by ({GROUP_BY}) (avg_over_time({series(selector, 'spec_accept_length')}{w}) > 0)"
+    )
+    return stats
+
+
+def _tagged(stat: str, expression: str) -> str:
+    return f'label_replace({expression}, "{STAT_LABEL}", "{stat}", "", "")'
+
+
+def joined_queries(selector: FleetSelector, window_s: float) -> list[str]:
+    """The statistics packed into `MAX_QUERIES` instant queries (tagged, joined with `or`)."""
+    stats = statistics(selector, window_s)
+    batches: list[list[str]] = [[f"{field}_p{p}" for p in PERCENTILES] for field in HISTOGRAMS]
+    batches[list(HISTOGRAMS).index("e2e")].append("samples")
+    in_batches = {name for batch in batches for name in batch}
+    batches.append([name for name in stats if name not in in_batches])
+    return [" or ".join(_tagged(name, stats[name]) for name in batch) for batch in batches]
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+
+
+class GarbageAnswer(ValueError):
+    """Prometheus answered something that is not an instant vector."""
+
+
+def _number(text: Any) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError) as error:
+        raise GarbageAnswer(f"sample value {text!r} is not a number") from error
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def parse_vector(result: Any) -> dict[tuple[Role, Variant], dict[str, float | None]]:
+    """`custom_query`'s result → {(role, variant): {statistic: value}}; series of other roles are ignored."""
+    if not isinstance(result, list):
+        raise GarbageAnswer(f"expected a list of samples, got {type(result).__name__}")
+    values: dict[tuple[Role, Variant], dict[str, float | None]] = {}
+    roles = {role.value: role for role in Role}
+    variants = {variant.value: variant for variant in Variant}
+    for sample in result:
+        if not isinstance(sample, dict):
+            raise GarbageAnswer("a sample is not an object")
+        labels, pair = sample.get("metric"), sample.get("value")
+        if not isinstance(labels, dict) or not isinstance(pair, list) or len(pair) != 2:
+            raise GarbageAnswer("a sample lacks its labels or its [time, value] pair")
+        role, variant, stat = labels.get(ROLE_LABEL), labels.get(VARIANT_LABEL), labels.get(STAT_LABEL)
+        if role not in roles or variant not in variants or not isinstance(stat, str):
+            continue
+        values.setdefault((roles[role], variants[variant]), {})[stat] = _number(pair[1])
+    return values
+
+
+def _percentiles(stats: Mapping[str, float | None], field: str) -> Percentiles | None:
+    points = [stats.get(f"{field}_p{p}") for p in PERCENTILES]
+    if any(point is None for point in points):
+        return None
+    return Percentiles(*(point for point in points if point is not None))
+
+
+def _group(role: Role, variant: Variant, stats: Mapping[str, float | None]) -> GroupObservation:
+    samples = stats.get("samples")
+    return GroupObservation(
+        role=role,
+        variant=variant,
+        ttft=_percentiles(stats, "ttft"),
+        tpot=_percentiles(stats, "tpot"),
+        itl=_percentiles(stats, "itl"),
+        e2e=_percentiles(stats, "e2e"),
+        request_rate_per_s=stats.get("request_rate_per_s"),
+        input_tokens_per_s=stats.get("input_tokens_per_s"),
+        output_tokens_per_s=stats.get("output_tokens_per_s"),
+        running_requests=stats.get("running_requests"),
+        queued_requests=stats.get("queued_requests"),
+        kv_usage=stats.get("kv_usage"),
+        cache_hit_rate=stats.get("cache_hit_rate"),
+        spec_accept_length=stats.get("spec_accept_length"),
+        samples=round(samples) if samples is not None else 0,
+    )
+
+
+def build_observation(answers: Sequence[Any], window_start: float, window_end: float) -> Observation:
+    merged: dict[tuple[Role, Variant], dict[str, float | None]] = {}
+    for answer in answers:
+        for key, stats in parse_vector(answer).items():
+            merged.setdefault(key, {}).update(stats)
+    groups = tuple(_group(role, variant, merged[(role, variant)]) for role, variant in sorted(merged))
+    return Observation(window_start=window_start, window_end=window_end, groups=groups)
+
+
+# ------------------------------------------------------------------------------------------------- I/O
+
+
+@dataclass(frozen=True)
+class ObservationResult:
+    """The observation, or None with the reason (for the `MetricsAvailable` condition)."""
+
+    observation: Observation | None
+    error: str | None = None
+
+
+Query = Callable[[str, float], Any]
+
+
+def _client(url: str, timeout_s: float, headers: Mapping[str, str] | None) -> Query:
+    # No retries: the next tick is the retry, and a dead Prometheus must not stall the loop.
+    connection = PrometheusConnect(
+        url=url, headers=dict(headers) if headers else None, retry=Retry(total=0), timeout=timeout_s
+    )
+
+    def query(promql: str, at: float) -> Any:
+        params = {"time": f"{at:.3f}", "timeout": f"{timeout_s:g}s"}
+        return connection.custom_query(query=promql, params=params)
+
+    return query
+
+
+def query_fleet(
+    url: str,
+    selector: FleetSelector,
+    window_s: float,
+    *,
+    at: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    headers: Mapping[str, str] | None = None,
+) -> ObservationResult:
+    """Blocking: run the joined queries at one instant (`at`, default now) and build the observation."""
+    end = time.time() if at is None else at
+    try:
+        query = _client(url, timeout_s, headers)
+        answers = [query(promql, end) for promql in joined_queries(selector, window_s)]
+        return ObservationResult(build_observation(answers, end - window_s, end))
+    except requests.RequestException as error:
+        reason = f"Prometheus at {url} is unreachable: {type(error).__name__}"
+    except PrometheusApiClientException as error:
+        reason = f"Prometheus at {url} answered an error: {str(error)[:200]}"
+    except (ValueError, KeyError, TypeError) as error:
+        reason = f"Prometheus at {url} answered something unreadable: {str(error)[:200]}"
+    log.warning("no observation for %s/%s: %s", selector.namespace, selector.target, reason)
+    return ObservationResult(None, reason)
+
+
+def observe(
+    url: str,
+    selector: FleetSelector,
+    window_s: float,
+    *,
+    at: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    headers: Mapping[str, str] | None = None,
+) -> Observation | None:
+    """Blocking: the observation of the selected pods over the last `window_s` seconds, or None."""
+    return query_fleet(url, selector, window_s, at=at, timeout_s=timeout_s, headers=headers).observation
+
+
+async def query_fleet_async(
+    url: str,
+    selector: FleetSelector,
+    window_s: float,
+    *,
+    at: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    headers: Mapping[str, str] | None = None,
+) -> ObservationResult:
+    """`query_fleet` on a worker thread, so the operator's event loop never blocks on Prometheus."""
+    return await asyncio.to_thread(query_fleet, url, selector, window_s, at=at, timeout_s=timeout_s, headers=headers)
+
+
+async def observe_async(
+    url: str,
+    selector: FleetSelector,
+    window_s: float,
+    *,
+    at: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    headers: Mapping[str, str] | None = None,
+) -> Observation | None:
+    result = await query_fleet_async(url, selector, window_s, at=at, timeout_s=timeout_s, headers=headers)
+    return result.observation
