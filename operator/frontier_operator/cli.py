@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from frontier_operator import __version__, cli_catalog, cli_operator, cli_perf, cli_plan, cli_render, crdgen
+from frontier_operator import __version__, cli_catalog, cli_operator, cli_perf, cli_plan, cli_render, cli_sre, crdgen
 from frontier_operator.api import SpecInvalid, load_target_file
 from frontier_operator.validation import check_target
 
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_plan.register(commands)
     cli_render.register(commands)
     cli_operator.register(commands)
+    cli_sre.register(commands)
     cli_perf.register(commands)
     return parser
 

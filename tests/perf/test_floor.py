@@ -5,11 +5,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from perf_builders import gpu, ideal_calibration, model, unified, worker, workload
 
 from frontier_operator.perf.calibration import Calibration
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.model import PerformanceModel
+from perf_support import gpu, ideal_calibration, model, unified, worker, workload
 
 MODELS = ("Llama-3.1-8B-Instruct", "Qwen3-32B", "Qwen3-235B-A22B", "DeepSeek-R1", "gpt-oss-120b")
 GPUS = ("H100", "H200", "B200", "GB200")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from perf_builders import gpu, model, unified, worker, workload
 
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.formats import resolve_formats
 from frontier_operator.perf.memory import kv_bytes_per_request
 from frontier_operator.perf.model import PerformanceModel
+from perf_support import gpu, model, unified, worker, workload
 
 
 def test_deepseek_r1_fp8_fits_on_eight_h200(priors: PerformanceModel) -> None:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from perf_builders import gpu, model, worker
-
 from frontier_operator.perf.model import PerformanceModel
+from perf_support import gpu, model, worker
 
 CASES = (
     ("Llama-3.1-8B-Instruct", "H200", "fp8"),
@@ -50,6 +49,7 @@ def test_tensor_parallelism_reduces_step_time_at_low_batch(shipped: PerformanceM
     for name, gpu_name, fmt in (("Qwen3-32B", "H100", "bf16"), ("Llama-3.1-70B-Instruct", "H200", "fp8")):
         arch, spec = model(name), gpu(gpu_name)
         times = [
-            shipped.decode_step_time(arch, spec, worker(gpu_name, tp=tp, weight_format=fmt), 1, 2048) for tp in (2, 4, 8)
+            shipped.decode_step_time(arch, spec, worker(gpu_name, tp=tp, weight_format=fmt), 1, 2048)
+            for tp in (2, 4, 8)
         ]
         assert times[0] > times[1] > times[2], name

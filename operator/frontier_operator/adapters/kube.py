@@ -212,3 +212,24 @@ def read_config_map_key(api: ApiClient, namespace: str, name: str, key: str) -> 
         raise
     value = (config_map.get("data") or {}).get(key)
     return value if isinstance(value, str) else None
+
+
+def _target_path(namespace: str, name: str) -> str:
+    return f"/apis/frontier.dev/v1alpha1/namespaces/{namespace}/frontiertargets/{name}"
+
+
+def get_target(api: ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = _call(api, "GET", _target_path(namespace, name))
+    return found
+
+
+def annotate_target(api: ApiClient, namespace: str, name: str, annotations: dict[str, str | None]) -> dict[str, Any]:
+    """Set (or, with None, remove) annotations on a FrontierTarget with a merge patch."""
+    patched: dict[str, Any] = _call(
+        api,
+        "PATCH",
+        _target_path(namespace, name),
+        body={"metadata": {"annotations": annotations}},
+        content_type="application/merge-patch+json",
+    )
+    return patched

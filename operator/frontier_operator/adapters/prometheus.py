@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
-from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from frontier_operator.perf.types import Percentiles, Role
@@ -161,7 +162,7 @@ def joined_queries(selector: FleetSelector, window_s: float) -> list[str]:
 # ------------------------------------------------------------------------------------------------ parsing
 
 
-class GarbageAnswer(ValueError):
+class UnreadableAnswerError(ValueError):
     """Prometheus answered something that is not an instant vector."""
 
 
@@ -169,23 +170,23 @@ def _number(text: Any) -> float | None:
     try:
         value = float(text)
     except (TypeError, ValueError) as error:
-        raise GarbageAnswer(f"sample value {text!r} is not a number") from error
+        raise UnreadableAnswerError(f"sample value {text!r} is not a number") from error
     return value if math.isfinite(value) and value >= 0 else None
 
 
 def parse_vector(result: Any) -> dict[tuple[Role, Variant], dict[str, float | None]]:
     """`custom_query`'s result → {(role, variant): {statistic: value}}; series of other roles are ignored."""
     if not isinstance(result, list):
-        raise GarbageAnswer(f"expected a list of samples, got {type(result).__name__}")
+        raise UnreadableAnswerError(f"expected a list of samples, got {type(result).__name__}")
     values: dict[tuple[Role, Variant], dict[str, float | None]] = {}
     roles = {role.value: role for role in Role}
     variants = {variant.value: variant for variant in Variant}
     for sample in result:
         if not isinstance(sample, dict):
-            raise GarbageAnswer("a sample is not an object")
+            raise UnreadableAnswerError("a sample is not an object")
         labels, pair = sample.get("metric"), sample.get("value")
         if not isinstance(labels, dict) or not isinstance(pair, list) or len(pair) != 2:
-            raise GarbageAnswer("a sample lacks its labels or its [time, value] pair")
+            raise UnreadableAnswerError("a sample lacks its labels or its [time, value] pair")
         role, variant, stat = labels.get(ROLE_LABEL), labels.get(VARIANT_LABEL), labels.get(STAT_LABEL)
         if role not in roles or variant not in variants or not isinstance(stat, str):
             continue
@@ -246,8 +247,9 @@ Query = Callable[[str, float], Any]
 
 def _client(url: str, timeout_s: float, headers: Mapping[str, str] | None) -> Query:
     # No retries: the next tick is the retry, and a dead Prometheus must not stall the loop.
+    # The client takes whole seconds; Prometheus itself gets the exact evaluation timeout below.
     connection = PrometheusConnect(
-        url=url, headers=dict(headers) if headers else None, retry=Retry(total=0), timeout=timeout_s
+        url=url, headers=dict(headers or {}), retry=Retry(total=0), timeout=max(1, math.ceil(timeout_s))
     )
 
     def query(promql: str, at: float) -> Any:

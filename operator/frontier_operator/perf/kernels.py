@@ -152,43 +152,54 @@ def _attention_params(arch: ModelArch) -> float:
 
 @cache
 def inventory(arch: ModelArch) -> ParamInventory:
+    """Parameter counts by role from the architecture's dimensions, reconciled with the catalog's counts.
+
+    The catalog's total and active counts come from the real config.json (norms, indexers, linear-attention
+    layers, unusual shared-expert widths). For a MoE model the two counts fix the routed-expert size
+    ((total − active − embedding) / (MoE layers × (experts − top-k))) and whatever else differs from our
+    dimension-based estimate is attributed to the per-layer attention block; for a dense model the active
+    count does the same. The roofline therefore streams the bytes the real checkpoint has.
+    """
     hidden = arch.hidden_size
     attention = _attention_params(arch)
     embedding = float(arch.vocab_size * hidden)
     lm_head = float(arch.vocab_size * hidden)
+    layers = arch.num_layers
     if arch.moe is None:
+        dense_ffn = 3.0 * hidden * arch.intermediate_size
+        dims_active = layers * (attention + dense_ffn) + lm_head
+        attention = max(0.0, attention + (arch.active_params - dims_active) / layers)
         return ParamInventory(
             attention=attention,
-            dense_ffn=3.0 * hidden * arch.intermediate_size,
+            dense_ffn=dense_ffn,
             shared_experts=0.0,
             routed_expert=0.0,
             router=0.0,
             embedding=embedding,
             lm_head=lm_head,
-            dense_layers=arch.num_layers,
+            dense_layers=layers,
             moe_layers=0,
             experts=0,
             experts_per_token=0,
         )
     moe = arch.moe
-    moe_layers = arch.num_layers - moe.dense_layers
+    moe_layers = layers - moe.dense_layers
     expert_from_dims = 3.0 * hidden * moe.expert_intermediate_size
     shared = moe.shared_experts * expert_from_dims
     router = float(hidden * moe.num_experts)
     dense_ffn = 3.0 * hidden * arch.intermediate_size
-    non_expert = (
-        arch.num_layers * attention
-        + moe.dense_layers * dense_ffn
-        + moe_layers * (shared + router)
-        + embedding
-        + lm_head
-    )
-    # The catalog's total comes from the real config.json (norms, gates, unusual shared-expert widths,
-    # linear-attention layers); giving the difference to the routed experts keeps the bytes we stream honest.
-    routed_total = arch.total_params - non_expert
     routed_expert = expert_from_dims
-    if moe_layers > 0 and routed_total > 0.5 * moe_layers * moe.num_experts * expert_from_dims:
-        routed_expert = routed_total / (moe_layers * moe.num_experts)
+    idle_experts = moe.num_experts - moe.experts_per_token
+    if moe_layers > 0 and idle_experts > 0:
+        from_counts = (arch.total_params - arch.active_params - embedding) / (moe_layers * idle_experts)
+        # Trust the counts unless they disagree wildly with the dimensions (then the catalog entry is odd).
+        if 0.5 * expert_from_dims < from_counts < 2.0 * expert_from_dims:
+            routed_expert = from_counts
+    non_expert = (
+        layers * attention + moe.dense_layers * dense_ffn + moe_layers * (shared + router) + embedding + lm_head
+    )
+    rest = arch.total_params - moe_layers * moe.num_experts * routed_expert - non_expert
+    attention = max(0.0, attention + rest / layers)
     return ParamInventory(
         attention=attention,
         dense_ffn=dense_ffn,

@@ -11,7 +11,8 @@ step times; at the rate the closed loop sustains, the open loop reproduces its d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import cache
 
 from frontier_operator.catalog.data_files import load_data_file
@@ -236,6 +237,33 @@ class PerformanceModel:
             uncertainty=self.calibration.family(gpu.arch).uncertainty,
         )
 
+    def max_rate_meeting(
+        self,
+        arch: ModelArch,
+        gpu: GpuSpec,
+        config: ServingConfig,
+        workload: Workload,
+        meets: Callable[[Prediction], bool],
+        *,
+        relative_tolerance: float = 0.01,
+    ) -> float:
+        """Highest fleet request rate whose prediction still `meets` the SLO (0.0 when even a trickle fails).
+
+        Latencies grow monotonically with the rate, so a bisection between zero and saturation finds it.
+        """
+        probe = replace(workload, request_rate_per_s=1e-6)
+        saturation = self.predict(arch, gpu, config, probe, 0.0).max_request_rate_per_s
+        if not meets(self.predict(arch, gpu, config, probe, 0.0)):
+            return 0.0
+        low, high = 0.0, saturation
+        while high - low > relative_tolerance * max(high, 1e-9):
+            middle = 0.5 * (low + high)
+            if meets(self.predict(arch, gpu, config, replace(workload, request_rate_per_s=middle), 0.0)):
+                low = middle
+            else:
+                high = middle
+        return low
+
     def predict_at_concurrency(
         self, arch: ModelArch, gpu: GpuSpec, config: ServingConfig, workload: Workload, concurrency: float
     ) -> ConcurrencyPrediction:
@@ -397,9 +425,15 @@ def _token_seconds(hw: Hardware, worker: WorkerConfig, batch: float, context: fl
     c = hw.coefficients
     per_draft_tokens = max(1.0, float(spec.eagle_topk))
     full = decode_step_seconds(hw, batch, context, per_draft_tokens)
-    fixed = hw.arch.num_layers * c.layer_overhead_us * 1e-6 + c.step_overhead_ms * 1e-3
+    fixed = (
+        hw.arch.num_layers * c.layer_overhead_us * 1e-6
+        + c.step_overhead_ms * 1e-3
+        + c.request_overhead_us * 1e-6 * batch / hw.shape.attention_dp
+    )
     per_layer = max(0.0, full - fixed) / hw.arch.num_layers
-    draft_step = per_layer + c.layer_overhead_us * 1e-6 + c.step_overhead_ms * 1e-3
+    # Every draft step is its own forward: it samples for every request as the target step does.
+    per_request = c.request_overhead_us * 1e-6 * batch / hw.shape.attention_dp
+    draft_step = per_layer + c.layer_overhead_us * 1e-6 + c.step_overhead_ms * 1e-3 + per_request
     verify = decode_step_seconds(hw, batch, context, float(max(1, spec.num_draft_tokens)))
     return (spec.num_steps * draft_step + verify) / accept_length(spec, kind)
 
@@ -427,6 +461,7 @@ def _percentiles(
         # Sum of quantiles: an upper bound of the quantile of the sum, the safe side for an SLO.
         residual = 0.5 * token_s * (1 if plan.prefill is None and state.decode_batch > 0 else 0)
         wait = waiting_quantile(state.prefill_wait_s - residual, max(busy, state.prefill_utilization), q)
+        wait += waiting_quantile(state.slot_wait_s, state.slot_wait_probability, q)
         prefill_latency = lognormal_quantile(prefill.single.latency_s, plan.input_cv, q)
         ttft = prefill.overhead_s + residual + wait + prefill_latency + prefill.handoff_s
         ttft_q[q] = max(ttft, 0.0)

@@ -57,6 +57,24 @@ class SteadyState:
     prefill_utilization: float
     prefill_wait_s: float
     saturated: bool
+    # Waiting for a free running slot (KV pool or batch cap) once the batch nears capacity.
+    slot_wait_s: float = 0.0
+    slot_wait_probability: float = 0.0
+
+
+def slot_wait(batch: float, capacity: float, residence_s: float, arrival_cv: float) -> tuple[float, float]:
+    """Mean wait for one of `capacity` running slots (an M/G/c queue) and the probability of waiting at all.
+
+    Sakasegawa's approximation of Erlang C, P(wait) ≈ u^√(2(c+1)) with u = batch / capacity, and the
+    mean wait P(wait) · S / (c·(1 − u)) scaled by arrival burstiness: a large pool barely queues until it is
+    almost full, then the wait explodes.
+    """
+    if capacity <= 0 or batch <= 0 or residence_s <= 0:
+        return 0.0, 0.0
+    utilization = min(batch / capacity, 0.999999)
+    probability = utilization ** math.sqrt(2.0 * (capacity + 1.0))
+    mean = probability * residence_s / (capacity * (1.0 - utilization)) * (1.0 + arrival_cv**2) / 2.0
+    return mean, probability
 
 
 def kingman_wait(utilization: float, service_s: float, arrival_cv: float, service_cv: float) -> float:
@@ -137,8 +155,9 @@ def open_loop_aggregated(
     wait = kingman_wait(rho, prefill.single.latency_s, arrival_cv, service_cv)
     # A new prompt also waits for the decode forward in flight (mean residual: half an iteration).
     residual = 0.5 * token_s if batch > 0 else 0.0
-    ttft = prefill.overhead_s + residual + wait + prefill.single.latency_s
-    return SteadyState(rate_per_s, batch, ttft, tpot, token_s, rho, wait + residual, saturated=False)
+    slot_s, slot_p = slot_wait(batch, decode.capacity, steps * tpot, arrival_cv)
+    ttft = prefill.overhead_s + residual + wait + prefill.single.latency_s + slot_s
+    return SteadyState(rate_per_s, batch, ttft, tpot, token_s, rho, wait + residual, False, slot_s, slot_p)
 
 
 def open_loop_disaggregated(
@@ -163,8 +182,9 @@ def open_loop_disaggregated(
         return _saturated(rate_per_s, decode, rho)
     token_s = decode.token_seconds(max(batch, 1.0))
     wait = kingman_wait(rho, prefill.single.latency_s, arrival_cv, service_cv)
-    ttft = prefill.overhead_s + wait + prefill.single.latency_s + prefill.handoff_s
-    return SteadyState(rate_per_s, batch, ttft, token_s, token_s, rho, wait, saturated=False)
+    slot_s, slot_p = slot_wait(batch, decode.capacity, steps * token_s, arrival_cv)
+    ttft = prefill.overhead_s + wait + prefill.single.latency_s + prefill.handoff_s + slot_s
+    return SteadyState(rate_per_s, batch, ttft, token_s, token_s, rho, wait, False, slot_s, slot_p)
 
 
 def _saturated(rate: float, decode: DecodeService, rho: float) -> SteadyState:
@@ -355,6 +375,8 @@ def lognormal_quantile(mean: float, cv: float, percentile: int) -> float:
 
 def waiting_quantile(mean_wait: float, utilization: float, percentile: int) -> float:
     """Quantile of a queueing delay: zero with probability 1 − ρ, otherwise exponential with mean W/ρ.
+
+    `utilization` is the probability of waiting at all (ρ for one server, Erlang C for many).
 
     The standard heavy-traffic shape of a G/G/1 waiting time; it makes p99 blow up as ρ → 1 while p50 stays
     at zero for a lightly loaded server.

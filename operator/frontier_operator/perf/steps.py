@@ -26,6 +26,10 @@ from frontier_operator.perf.kernels import (
     unique_kv_elements_per_token_layer,
 )
 
+# The catalog gives total and active parameters to 0.01 B each; the inventory derived from both can sit
+# up to two roundings (10 M parameters) below the active count.
+CATALOG_ROUNDING_PARAMS = 1e7
+
 
 @dataclass(frozen=True)
 class Hardware:
@@ -172,16 +176,20 @@ def floor_seconds(
 
     Deliberately independent of the roofline bookkeeping above: the active parameters of the catalog
     (what one token must read) split perfectly over every GPU of the worker, the KV-cache of the batch
-    likewise, and 2 FLOPs per active parameter per token at the fastest tensor-core rate the worker uses.
+    likewise, and 2 FLOPs per active parameter per token (the output head only for the last token of a
+    prompt) at the fastest tensor-core rate the worker uses.
     No efficiency, overhead or communication term. Decode is `new_tokens_per_request` = 1.
     """
     gpus = shape.gpus
     bytes_per_param = min(formats.dense_bytes_per_param, formats.expert_bytes_per_param)
-    weight_bytes = arch.active_params * bytes_per_param / gpus
+    active = arch.active_params - CATALOG_ROUNDING_PARAMS
+    weight_bytes = active * bytes_per_param / gpus
     # Unique KV of the batch (an MLA latent, or every KV head once) spread over every GPU of the worker.
     kv_bytes = requests * attended_tokens(arch, context) * unique_kv_elements_per_token_layer(arch)
     kv_bytes = kv_bytes * formats.kv_bytes_per_element / gpus
     tokens = requests * new_tokens_per_request
-    flops = 2.0 * arch.active_params * tokens / gpus
+    # Prefill only computes logits for the last token of each prompt.
+    head = float(arch.vocab_size * arch.hidden_size)
+    flops = 2.0 * ((active - head) * tokens + head * requests) / gpus
     fastest = max(peak_tflops(gpu, fmt) for fmt in {formats.dense_compute, formats.expert_compute, "bf16"})
     return max((weight_bytes + kv_bytes) / (gpu.hbm_bandwidth_tbs * 1e12), flops / (fastest * 1e12))

@@ -61,7 +61,9 @@ class RollbackCanary:
     pass
 
 
-ConfigChange = ReplaceConfig | SetReplicas | SetBatchCap | StartCanary | SetCanaryWeight | PromoteCanary | RollbackCanary
+ConfigChange = (
+    ReplaceConfig | SetReplicas | SetBatchCap | StartCanary | SetCanaryWeight | PromoteCanary | RollbackCanary
+)
 
 
 def with_replicas(config: ServingConfig, role: Role, replicas: int) -> ServingConfig:

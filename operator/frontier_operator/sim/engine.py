@@ -69,7 +69,20 @@ class EngineSink(Protocol):
 
     def on_finish(self, engine: Engine, request: SimRequest, at: float) -> None: ...
 
-    def on_decode(self, engine: Engine, at: float, running: int, steps: int, accept: float, step_s: float, stall_s: float) -> None: ...
+    def on_decode(
+        self,
+        engine: Engine,
+        at: float,
+        *,
+        running: int,
+        steps: int,
+        accept: float,
+        step_s: float,
+        stalls: tuple[tuple[int, float], ...],
+    ) -> None:
+        """`steps` decode steps of `running` requests ended at `at`; `stalls` are (requests, seconds) of
+        prefill the first step waited for: requests that joined during the prefill waited only for its rest."""
+        ...
 
     def on_prefill(self, engine: Engine, at: float, new_tokens: int, cached_tokens: int) -> None: ...
 
@@ -109,8 +122,12 @@ class Engine:
     _step_s: float = 0.0
     _steps: int = 0
     _accept: float = 1.0
+    # Prefill time since the last decode step, and (requests, stall so far) for requests that joined meanwhile.
     _stall_s: float = 0.0
-    _iteration_stall_s: float = 0.0
+    _joined_during_stall: list[tuple[int, float]] = field(default_factory=list)
+    _iteration_stalls: tuple[tuple[int, float], ...] = ()
+    # P/D decode: requests whose first decode step will emit their first token.
+    _awaiting: list[SimRequest] = field(default_factory=list)
     _chunk: list[tuple[SimRequest, int]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ state the exporter and observer read
@@ -202,6 +219,7 @@ class Engine:
                 self.sink.on_finish(self, request, now)
                 return
             request.awaiting_first = True
+            self._awaiting.append(request)
             self._join(request, 1.0)
             return
         new_tokens = request.input_tokens - request.cached_tokens
@@ -279,14 +297,16 @@ class Engine:
         self._step_s = step_s
         self._steps = steps
         self._accept = accept
-        self._iteration_stall_s = self._stall_s
+        # A P/D request's first decode step emits its first token, not an inter-token gap.
+        self._iteration_stalls = self._stalls(running - len(self._awaiting))
         self._stall_s = 0.0
-        for request in self.decoding.values():
-            if request.awaiting_first:
-                request.awaiting_first = False
-                at = now + step_s + self.timing.first_token_overhead_s
-                request.first_token = at
-                self.sink.on_first_token(self, request, at)
+        self._joined_during_stall.clear()
+        for request in self._awaiting:
+            request.awaiting_first = False
+            at = now + step_s + self.timing.first_token_overhead_s
+            request.first_token = at
+            self.sink.on_first_token(self, request, at)
+        self._awaiting.clear()
         self._set_next(now + steps * step_s)
 
     def _cut_at(self, when: float) -> None:
@@ -331,7 +351,18 @@ class Engine:
             return
         self._join(request, 1.0)
 
+    def _stalls(self, running: int) -> tuple[tuple[int, float], ...]:
+        if self._stall_s <= 0:
+            return ((running, 0.0),) if running > 0 else ()
+        fresh = sum(count for count, _ in self._joined_during_stall)
+        groups = [(count, self._stall_s - at) for count, at in self._joined_during_stall]
+        if running > fresh:
+            groups.append((running - fresh, self._stall_s))
+        return tuple(groups)
+
     def _join(self, request: SimRequest, generated: float) -> None:
+        if self._stall_s > 0:
+            self._joined_during_stall.append((1, self._stall_s))
         request.generated_at_join = generated
         request.clock_at_join = self.generated_clock
         self._context_base += request.input_tokens + generated - self.generated_clock
@@ -344,8 +375,10 @@ class Engine:
         running = len(self.decoding)
         self.generated_clock += steps * accept
         self.last_accept = accept
-        self.sink.on_decode(self, now, running, steps, accept, step_s, self._iteration_stall_s)
-        self._iteration_stall_s = 0.0
+        self.sink.on_decode(
+            self, now, running=running, steps=steps, accept=accept, step_s=step_s, stalls=self._iteration_stalls
+        )
+        self._iteration_stalls = ()
         heap = self._finish_heap
         while heap and heap[0][0] <= self.generated_clock + _EPS:
             _, rid = heapq.heappop(heap)

@@ -437,10 +437,8 @@ class MeasuredTruth:
         if deployment is None:
             raise Unavailable(f"the configuration has no {role.value} role")
         curve, _lengths = self.table.curve(key, workload)
-        if key.disaggregated:
-            share = 1.0 / key.workers[0 if role is Role.PREFILL else 1]
-        else:
-            share = 1.0
+        # A P/D replica is one of the prefill (or decode) workers of a measured unit.
+        share = 1.0 / key.workers[0 if role is Role.PREFILL else 1] if key.disaggregated else 1.0
         return TableTiming(
             curve=curve,
             role=role,

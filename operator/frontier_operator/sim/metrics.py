@@ -81,7 +81,11 @@ E2E = MetricSpec(
     E2E_BUCKETS,
 )
 PROMPT_TOKENS = MetricSpec(
-    "sglang:prompt_tokens_total", MetricType.COUNTER, Side.TOKENIZER, "Number of prefill tokens processed.", ("is_streaming",)
+    "sglang:prompt_tokens_total",
+    MetricType.COUNTER,
+    Side.TOKENIZER,
+    "Number of prefill tokens processed.",
+    ("is_streaming",),
 )
 GENERATION_TOKENS = MetricSpec(
     "sglang:generation_tokens_total",
@@ -108,16 +112,26 @@ PREFILL_EFFECTIVE_TOKENS = MetricSpec(
     ("mode",),
 )
 NUM_RUNNING = MetricSpec("sglang:num_running_reqs", MetricType.GAUGE, Side.SCHEDULER, "The number of running requests.")
-NUM_QUEUE = MetricSpec("sglang:num_queue_reqs", MetricType.GAUGE, Side.SCHEDULER, "The number of requests in the waiting queue.")
+NUM_QUEUE = MetricSpec(
+    "sglang:num_queue_reqs", MetricType.GAUGE, Side.SCHEDULER, "The number of requests in the waiting queue."
+)
 TOKEN_USAGE = MetricSpec("sglang:token_usage", MetricType.GAUGE, Side.SCHEDULER, "The token usage.")
 NUM_USED_TOKENS = MetricSpec("sglang:num_used_tokens", MetricType.GAUGE, Side.SCHEDULER, "The number of used tokens.")
 MAX_TOTAL_NUM_TOKENS = MetricSpec(
-    "sglang:max_total_num_tokens", MetricType.GAUGE, Side.SCHEDULER, "Maximum total number of tokens in the KV cache pool."
+    "sglang:max_total_num_tokens",
+    MetricType.GAUGE,
+    Side.SCHEDULER,
+    "Maximum total number of tokens in the KV cache pool.",
 )
 CACHE_HIT_RATE = MetricSpec("sglang:cache_hit_rate", MetricType.GAUGE, Side.SCHEDULER, "The prefix cache hit rate.")
-GEN_THROUGHPUT = MetricSpec("sglang:gen_throughput", MetricType.GAUGE, Side.SCHEDULER, "The generation throughput (token/s).")
+GEN_THROUGHPUT = MetricSpec(
+    "sglang:gen_throughput", MetricType.GAUGE, Side.SCHEDULER, "The generation throughput (token/s)."
+)
 SPEC_ACCEPT_LENGTH = MetricSpec(
-    "sglang:spec_accept_length", MetricType.GAUGE, Side.SCHEDULER, "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward)."
+    "sglang:spec_accept_length",
+    MetricType.GAUGE,
+    Side.SCHEDULER,
+    "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward).",
 )
 KV_TRANSFER_LATENCY = MetricSpec(
     "sglang:kv_transfer_latency_ms",

@@ -73,7 +73,7 @@ class CalibrationSettings:
     # Relative standard error of a percentile times √n: for log-normal latencies with σ ≈ 0.5 the
     # median's is σ·√(p(1−p))/φ(z) ≈ 0.63 and p90's ≈ 0.61.
     quantile_spread: float = 0.63
-    # Drift: observed / planned departs by more than this, for this many windows in a row.
+    # Drift: observed / planned departs by more than this, continuously for this many window lengths.
     drift_threshold: float = 0.20
     drift_windows: int = 3
 
@@ -91,7 +91,8 @@ class Estimate:
     planned_log_factor: float
     samples: int = 0
     windows: int = 0
-    drift_streak: int = 0
+    # Start of the first window of the current uninterrupted departure from the plan (None: no departure).
+    drifting_since: float | None = None
     # Last window: observed and raw-model values at the calibration percentiles' geometric mean.
     last_observed_s: float | None = None
     last_predicted_s: float | None = None
@@ -120,11 +121,11 @@ class Estimate:
 
 @dataclass(frozen=True)
 class ModelDrift:
-    """Observed latency departs from what the plan in force assumed, for `windows` windows in a row."""
+    """Observed latency departs from what the plan in force assumed, without a break for `duration_s`."""
 
     role: Role
     metric: LatencyMetric
-    windows: int
+    duration_s: float
     observed_s: float
     planned_s: float
     corrected_factor: float
@@ -137,7 +138,7 @@ class ModelDrift:
     def message(self) -> str:
         return (
             f"{self.role.value} {self.metric.value.upper()} observed {self.observed_s * 1e3:.4g} ms vs "
-            f"{self.planned_s * 1e3:.4g} ms planned ({self.error:+.0%}) for {self.windows} windows; "
+            f"{self.planned_s * 1e3:.4g} ms planned ({self.error:+.0%}) for {self.duration_s / 60:.0f} min; "
             f"corrected model factor ×{self.corrected_factor:.3g}"
         )
 
@@ -151,6 +152,9 @@ class CalibrationState:
     reference: str | None = None
     reference_workers: frozenset[str] = frozenset()
     updated_at: float | None = None
+    # The last window folded in: its end and its length (overlapping windows count only their fresh part).
+    last_window_end: float | None = None
+    last_window_s: float | None = None
     settings: CalibrationSettings = field(default_factory=CalibrationSettings)
 
     def estimate(self, role: Role, metric: LatencyMetric) -> Estimate | None:
@@ -167,12 +171,18 @@ class CalibrationState:
 
     @property
     def drift(self) -> tuple[ModelDrift, ...]:
+        if self.last_window_end is None or not self.last_window_s:
+            return ()
+        needed = self.settings.drift_windows * self.last_window_s
         drifts = []
         for e in self.estimates:
-            if e.drift_streak < self.settings.drift_windows or e.last_observed_s is None or not e.last_predicted_s:
+            if e.drifting_since is None or e.last_observed_s is None or not e.last_predicted_s:
+                continue
+            duration = self.last_window_end - e.drifting_since
+            if duration < needed:
                 continue
             planned = e.last_predicted_s * math.exp(e.planned_log_factor)
-            drifts.append(ModelDrift(e.role, e.metric, e.drift_streak, e.last_observed_s, planned, e.factor))
+            drifts.append(ModelDrift(e.role, e.metric, duration, e.last_observed_s, planned, e.factor))
         return tuple(drifts)
 
 
@@ -219,8 +229,9 @@ def measure(
         return None
     observed_mean = math.exp(sum(math.log(o) for o, _ in usable) / len(usable))
     predicted_mean = math.exp(sum(math.log(m) for _, m in usable) / len(usable))
-    resolution = max(bucket_resolution(o, buckets) for o, _ in usable)
-    noise = settings.jitter**2 + settings.quantile_spread**2 / samples + resolution**2
+    # The percentiles' interpolation errors come from different buckets: independent, averaged in log space.
+    resolution_variance = sum(bucket_resolution(o, buckets) ** 2 for o, _ in usable) / len(usable) ** 2
+    noise = settings.jitter**2 + settings.quantile_spread**2 / samples + resolution_variance
     return Measurement(math.log(observed_mean / predicted_mean), noise, observed_mean, predicted_mean, samples)
 
 
@@ -253,17 +264,22 @@ def _drifting(estimate: Estimate, measurement: Measurement, threshold: float) ->
     return beyond_threshold and beyond_noise
 
 
-def filtered(estimate: Estimate, measurement: Measurement, settings: CalibrationSettings) -> Estimate:
+def filtered(
+    estimate: Estimate, measurement: Measurement, settings: CalibrationSettings, window_start: float
+) -> Estimate:
     prior_variance = estimate.variance + settings.process_noise**2
     gain = prior_variance / (prior_variance + measurement.noise_variance)
-    streak = estimate.drift_streak + 1 if _drifting(estimate, measurement, settings.drift_threshold) else 0
+    if _drifting(estimate, measurement, settings.drift_threshold):
+        since = estimate.drifting_since if estimate.drifting_since is not None else window_start
+    else:
+        since = None
     return replace(
         estimate,
         log_factor=estimate.log_factor + gain * (measurement.log_ratio - estimate.log_factor),
         variance=(1.0 - gain) * prior_variance,
         samples=estimate.samples + measurement.samples,
         windows=estimate.windows + 1,
-        drift_streak=streak,
+        drifting_since=since,
         last_observed_s=measurement.observed_s,
         last_predicted_s=measurement.predicted_s,
     )
@@ -304,10 +320,20 @@ def update_calibration(
     """
     if observation is None:
         return state
+    window = observation.window_end - observation.window_start
+    previous = state.last_window_end if variant is Variant.STABLE else None
+    fresh = window if previous is None else min(window, observation.window_end - previous)
+    if window <= 0 or fresh <= 0:
+        return state  # the same window again
     settings = state.settings
     state = _rebased_on(state, config, prediction.uncertainty)
     if variant is Variant.STABLE:
-        state = replace(state, workload=update_workload(state.workload, observation))
+        state = replace(
+            state,
+            workload=update_workload(state.workload, observation, fresh_fraction=fresh / window),
+            last_window_end=observation.window_end,
+            last_window_s=window,
+        )
     estimates = {(e.role, e.metric): e for e in state.estimates}
     for metric in LatencyMetric:
         is_ttft = metric is LatencyMetric.TTFT
@@ -325,9 +351,11 @@ def update_calibration(
         measurement = measure(observed, predicted, group.samples, buckets, settings)
         if measurement is None:
             continue
+        # A window overlapping the previous one brings only its fresh part as new evidence.
+        measurement = replace(measurement, noise_variance=measurement.noise_variance * window / fresh)
         role = latency_role(config, is_ttft)
         current = estimates.get((role, metric)) or initial_estimate(role, metric, prediction.uncertainty)
-        estimates[(role, metric)] = filtered(current, measurement, settings)
+        estimates[(role, metric)] = filtered(current, measurement, settings, observation.window_start)
     return replace(state, estimates=tuple(estimates.values()), updated_at=now)
 
 
@@ -335,5 +363,5 @@ def rebase(state: CalibrationState) -> CalibrationState:
     """The plan was just re-made with the current corrections: measure drift against them from now on."""
     return replace(
         state,
-        estimates=tuple(replace(e, planned_log_factor=e.log_factor, drift_streak=0) for e in state.estimates),
+        estimates=tuple(replace(e, planned_log_factor=e.log_factor, drifting_since=None) for e in state.estimates),
     )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from frontier_operator.perf.types import Prediction, ServingConfig, Workload
+from frontier_operator.perf.types import Prediction, Role, ServingConfig, Workload
 from frontier_operator.planner.describe import describe_config
 from frontier_operator.planner.types import Evaluated, GpuPool, Plan
 from frontier_operator.tuning.actions import (
@@ -48,7 +48,7 @@ from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.slo import describe_standings, standings
 from frontier_operator.tuning.state import CanaryState, ChangeKind
-from frontier_operator.tuning.structure import same_structure, structure_key
+from frontier_operator.tuning.structure import same_structure, structure_key, with_replicas
 from frontier_operator.tuning.workload import fleet_workload, serving_group, variant_workload
 
 # ---------------------------------------------------------------------------------------------- start
@@ -106,8 +106,27 @@ def _start(
 
 
 def _stable_cost(s: Situation, workload: Workload) -> float | None:
-    prediction = s.forecaster.predict(s.config, s.pool, workload)
-    return prediction.cost_per_mtok if prediction is not None and math.isfinite(prediction.cost_per_mtok) else None
+    """What the stable structure costs once right-sized by in-place steps.
+
+    A canary must beat the stable structure at its best, not an over-provisioned moment of it (a scale-down
+    held back by the stabilisation window, or beyond one step): the cheapest of the running fleet, the
+    plan's fleet when it shares the structure, and smaller replica counts of a unified fleet that are
+    predicted to meet the SLO.
+    """
+    options = [s.config]
+    plan = s.model.plan
+    if isinstance(plan, Plan) and same_structure(plan.chosen.config, s.config) and plan.chosen.pool.name == s.pool.name:
+        options.append(plan.chosen.config)
+    unified = s.config.role(Role.UNIFIED)
+    if unified is not None:
+        options += [with_replicas(s.config, Role.UNIFIED, n) for n in range(1, unified.replicas)]
+    current = s.forecaster.predict(s.config, s.pool, workload)
+    costs = [current.cost_per_mtok] if current is not None and math.isfinite(current.cost_per_mtok) else []
+    for option in options[1:]:
+        prediction = s.forecaster.predict(option, s.pool, workload)
+        if prediction is not None and s.forecaster.meets(prediction, s.slos):
+            costs.append(prediction.cost_per_mtok)
+    return min(costs) if costs else None
 
 
 def image_canary(s: Situation) -> Proposal | None:

@@ -206,18 +206,19 @@ def _remedy(s: Situation) -> Proposal:
 
 
 def _save(s: Situation) -> Proposal:
-    proposal, stabilizing = scale_down(s)
+    proposal, held = scale_down(s)
     if proposal is not None:
         return proposal
     proposal = _first([lambda: batch_cap_up(s), lambda: cheaper_canary(s), lambda: explore(s)])
     if proposal is not None:
         return proposal
-    if stabilizing:
-        roles = ", ".join(role.value for role in stabilizing)
+    if held:
+        roles = ", ".join(role.value for role in held)
         return Proposal(
             NoAction(Hold.STABILIZING),
             f"SLO met with slack, but {roles} replicas were added less than "
-            f"{s.policy.scale_down_stabilization_s / 60:.0f} min ago: not removing them yet",
+            f"{s.policy.scale_down_stabilization_s / 60:.0f} min ago, or fewer violated the SLO in the last "
+            f"{s.policy.reversal_guard_s / 3600:.0f} h at today's traffic: not removing them",
         )
     return Proposal(
         NoAction(Hold.SLO_MET),

@@ -27,6 +27,9 @@ MAX_BATCH_CAP_FACTOR = 2.0
 # No replica removal within this long after an addition for the same role (like HPA's scale-down
 # stabilisation window): a scale-up followed by a scale-down within half an hour is flapping.
 SCALE_DOWN_STABILIZATION_S = 1800.0
+# A replica count that violated the SLO is not returned to for this long, unless the traffic has since
+# fallen by the hysteresis band: under noise, the step back down is the first half of a flap.
+REVERSAL_GUARD_S = 6 * 3600.0
 # Large models take 10–30 min to load and capture graphs (sglang-0.5.23.md §8.5): a canary not ready
 # after this long is rolled back.
 CANARY_STARTUP_DEADLINE_S = 2700.0
@@ -60,6 +63,7 @@ class TuningPolicy:
     max_replica_step: int = MAX_REPLICA_STEP
     max_batch_cap_factor: float = MAX_BATCH_CAP_FACTOR
     scale_down_stabilization_s: float = SCALE_DOWN_STABILIZATION_S
+    reversal_guard_s: float = REVERSAL_GUARD_S
     canary_startup_deadline_s: float = CANARY_STARTUP_DEADLINE_S
     exploration_interval_s: float = EXPLORATION_INTERVAL_S
     exploration_optimism: float = EXPLORATION_OPTIMISM

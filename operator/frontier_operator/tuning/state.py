@@ -31,6 +31,10 @@ class ChangeRecord:
     role: Role | None = None
     # +1 for more replicas or a larger cap, −1 for fewer, 0 otherwise.
     direction: int = 0
+    # Replicas (or cap) before and after, and the stable request rate when the change was made.
+    before: int | None = None
+    after: int | None = None
+    request_rate_per_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ step and its reverse are never both attractive (no flapping).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from frontier_operator.perf.types import Role, WorkerConfig
@@ -16,7 +17,7 @@ from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
 from frontier_operator.tuning.actions import ScaleReplicas, SetBatchCap, SetPdRatio, SloStanding, format_seconds
 from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.state import ChangeKind
-from frontier_operator.tuning.structure import decoding_role, with_batch_cap, with_replicas
+from frontier_operator.tuning.structure import decoding_role, replicas_of, with_batch_cap, with_replicas
 
 # KV pool fraction in use above which a larger batch cap would only make SGLang retract requests.
 KV_NEARLY_FULL = 0.90
@@ -75,21 +76,40 @@ def _recently_scaled_up(s: Situation, role: Role) -> bool:
     )
 
 
+def _known_to_violate(s: Situation, role: Role, replicas: int) -> bool:
+    """`replicas` of `role` were scaled up from, lately, at no less traffic than today's."""
+    since = s.now - s.policy.reversal_guard_s
+    rate = s.workload.request_rate_per_s
+    for record in s.applied.history:
+        if record.kind is not ChangeKind.SCALE or record.role is not role or record.direction <= 0:
+            continue
+        if record.at <= since or record.before is None or replicas > record.before:
+            continue
+        if record.request_rate_per_s is None or rate >= record.request_rate_per_s * (1.0 - s.policy.hysteresis):
+            return True
+    return False
+
+
 def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
     """The largest replica removal (at most the step, any role) projected to keep every SLO a band under.
 
-    Also returns the roles held back by the scale-down stabilisation window.
+    Also returns the roles held back by the anti-flap guards: the stabilisation window after a scale-up,
+    and the reversal guard (never back to a count that violated the SLO lately at today's traffic).
     """
     best: tuple[int, Proposal] | None = None
-    stabilizing = []
+    held = []
     for deployment in s.config.roles:
         if deployment.replicas <= 1:
             continue
         if _recently_scaled_up(s, deployment.role):
-            stabilizing.append(deployment.role)
+            held.append(deployment.role)
             continue
         for fewer in range(min(s.policy.max_replica_step, deployment.replicas - 1), 0, -1):
             target = deployment.replicas - fewer
+            if _known_to_violate(s, deployment.role, target):
+                if fewer == 1:
+                    held.append(deployment.role)
+                continue
             smaller = with_replicas(s.config, deployment.role, target)
             # Both the window-anchored and the calibrated projection must agree: one quiet window alone
             # does not remove capacity.
@@ -109,7 +129,7 @@ def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
                 )
                 best = (saved, proposal)
             break
-    return (best[1] if best is not None else None), stabilizing
+    return (best[1] if best is not None else None), held
 
 
 # ------------------------------------------------------------------------------------------ batch cap
@@ -161,7 +181,8 @@ def batch_cap_down(s: Situation) -> Proposal | None:
         return None
     role, worker, _, batch, _ = load
     cap = worker.max_running_requests
-    floor = cap / s.policy.max_batch_cap_factor
+    # The step is bounded relative to what binds today: the cap, or the batch when it runs below the cap.
+    floor = min(cap, batch) / s.policy.max_batch_cap_factor
     for candidate in sorted((c for c in _ladder(worker) if floor <= c < min(cap, batch)), reverse=True):
         holds = _scaled_per_token(s, worker, batch, candidate)
         if holds is None or not holds(s.policy.hysteresis / 2):
@@ -210,7 +231,11 @@ def batch_cap_up(s: Situation) -> Proposal | None:
 
 
 def shift_ratio(s: Situation, toward: Role) -> Proposal | None:
-    """Move one replica's GPUs from the other P/D role to `toward`, when the other has slack to give."""
+    """Give `toward` one more replica, paid for by replicas of the other P/D role, when that role has slack.
+
+    The other role loses as many replicas as it takes to free one of `toward`'s (GPUs per replica may
+    differ between roles), so the fleet never grows.
+    """
     if not s.config.disaggregated:
         return None
     giver_role = Role.PREFILL if toward is Role.DECODE else Role.DECODE
@@ -218,25 +243,21 @@ def shift_ratio(s: Situation, toward: Role) -> Proposal | None:
     if not _all_slack(giver_slos, s.policy.hysteresis):
         return None
     giver, taker = s.config.role(giver_role), s.config.role(toward)
-    if giver is None or taker is None or giver.replicas <= 1:
+    if giver is None or taker is None:
         return None
-    added = giver.worker.gpus // taker.worker.gpus
-    if added < 1:
+    given = math.ceil(taker.worker.gpus / giver.worker.gpus)
+    if giver.replicas - given < 1:
         return None
-    shifted = with_replicas(with_replicas(s.config, giver_role, giver.replicas - 1), toward, taker.replicas + added)
+    shifted = with_replicas(with_replicas(s.config, giver_role, giver.replicas - given), toward, taker.replicas + 1)
     values = s.project(shifted)
     if values is None or not s.fits(values, s.policy.hysteresis / 2):
         return None
-    prefill_from = s.config.role(Role.PREFILL)
-    decode_from = s.config.role(Role.DECODE)
-    assert prefill_from is not None and decode_from is not None
-    after_prefill = shifted.role(Role.PREFILL)
-    after_decode = shifted.role(Role.DECODE)
-    assert after_prefill is not None and after_decode is not None
+    before = (replicas_of(s.config, Role.PREFILL), replicas_of(s.config, Role.DECODE))
+    after = (replicas_of(shifted, Role.PREFILL), replicas_of(shifted, Role.DECODE))
     return Proposal(
-        SetPdRatio(prefill_from.replicas, after_prefill.replicas, decode_from.replicas, after_decode.replicas),
-        f"P:D {prefill_from.replicas}:{decode_from.replicas} → {after_prefill.replicas}:{after_decode.replicas} "
-        f"at the same GPUs: {giver_role.value} has slack to give; projected {s.describe_projection(values)}",
+        SetPdRatio(before[0], after[0], before[1], after[1]),
+        f"P:D {before[0]}:{before[1]} → {after[0]}:{after[1]} replicas within the same GPUs: "
+        f"{giver_role.value} has slack to give; projected {s.describe_projection(values)}",
     )
 
 

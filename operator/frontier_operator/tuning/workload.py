@@ -134,13 +134,19 @@ def _blend(previous: float | None, value: float | None, weight: float) -> float 
 
 
 def update_workload(
-    estimate: WorkloadEstimate, observation: Observation, half_life_windows: float = HALF_LIFE_WINDOWS
+    estimate: WorkloadEstimate,
+    observation: Observation,
+    half_life_windows: float = HALF_LIFE_WINDOWS,
+    *,
+    fresh_fraction: float = 1.0,
 ) -> WorkloadEstimate:
+    """Blend one window in; `fresh_fraction` is the part of it the previous window did not already cover."""
     totals = _fleet_totals(observation)
-    if totals is None or not totals.rate > 0:
+    if totals is None or not totals.rate > 0 or fresh_fraction <= 0:
         return estimate
-    weight = 1.0 - 0.5 ** (1.0 / half_life_windows)
-    requests = sum(g.samples for v in Variant if (g := serving_group(observation, v)) is not None)
+    weight = 1.0 - 0.5 ** (fresh_fraction / half_life_windows)
+    served = sum(g.samples for v in Variant if (g := serving_group(observation, v)) is not None)
+    requests = round(served * fresh_fraction)
     return WorkloadEstimate(
         request_rate_per_s=_blend(estimate.request_rate_per_s, totals.rate, weight),
         input_tokens=_blend(

@@ -1,4 +1,4 @@
-"""Builders shared by the performance-model tests: catalog entries and small serving configurations."""
+"""Builders shared by the performance-model tests (tests/perf): catalog entries, small serving configurations."""
 
 from __future__ import annotations
 

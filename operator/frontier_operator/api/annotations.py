@@ -1,0 +1,21 @@
+"""Annotations an SRE (or `frontier pause|resume|approve|rollback|pin`) sets on a FrontierTarget.
+
+Annotations, not spec fields: they are operational overrides that a GitOps pipeline owning the
+spec must not fight over, and `kubectl annotate` works in a runbook at 3 a.m.
+"""
+
+from __future__ import annotations
+
+PREFIX = "frontier.dev/"
+# Any value: no tuning action at all (observation and status go on). Same as spec.tuning.paused.
+PAUSED = f"{PREFIX}paused"
+# Why it was paused, shown by `frontier status`.
+PAUSED_REASON = f"{PREFIX}paused-reason"
+# The `proposedAt` of the recommendation being approved: applies exactly that recommendation.
+APPROVE = f"{PREFIX}approve"
+# A timestamp: roll the canary back, or return to the previous revision when there is none.
+ROLLBACK = f"{PREFIX}rollback"
+# A revision: keep this engine configuration (replicas may still scale); empty value or absent: unpinned.
+PIN = f"{PREFIX}pin"
+
+ALL = (PAUSED, PAUSED_REASON, APPROVE, ROLLBACK, PIN)

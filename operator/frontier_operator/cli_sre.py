@@ -1,0 +1,173 @@
+"""SRE commands (kubeconfig): `frontier status|explain|pause|resume|approve|rollback|pin NAME`.
+
+`status` and `explain` read the FrontierTarget and print what the operator decided and why;
+the others set the annotations of `api.annotations`, which the operator obeys on its next tick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from frontier_operator.adapters import kube
+from frontier_operator.api.annotations import APPROVE, PAUSED, PAUSED_REASON, PIN, ROLLBACK
+
+_CONDITION_ORDER = ("Ready", "SLOMet", "PlanFeasible", "Progressing", "MetricsAvailable", "ModelDrift", "Degraded")
+
+
+def _now() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def format_status(target: dict[str, Any]) -> str:
+    metadata, status = target.get("metadata", {}), target.get("status", {})
+    summary, notes = status.get("summary", {}), metadata.get("annotations", {}) or {}
+    lines = [
+        f"{metadata.get('namespace')}/{metadata.get('name')}  generation {metadata.get('generation')}"
+        f" (observed {status.get('observedGeneration', '-')})"
+    ]
+    for key in ("sloMet", "tpot", "ttft", "costPerMtok", "config", "gpus", "mode"):
+        if summary.get(key) is not None:
+            lines.append(f"  {key:<12} {summary[key]}")
+    if PAUSED in notes:
+        lines.append(f"  PAUSED       {notes.get(PAUSED_REASON, 'by annotation')}")
+    if notes.get(PIN):
+        lines.append(f"  PINNED       revision {notes[PIN]}")
+    lines.append(
+        f"  revision     applied {status.get('appliedRevision', '-')}"
+        f", planned {status.get('plan', {}).get('revision', '-')}"
+    )
+    if status.get("canary"):
+        canary = status["canary"]
+        lines.append(
+            f"  canary       {canary['revision']} {canary['summary']} at {canary['trafficSharePercent']:g}%"
+            f" since {canary['startedAt']}"
+        )
+    if status.get("recommendation"):
+        rec = status["recommendation"]
+        lines.append(
+            f"  recommends   {rec['action']} — {rec['reason']} (approve: frontier approve {metadata.get('name')})"
+        )
+    conditions = {c["type"]: c for c in status.get("conditions", [])}
+    lines.append("  conditions")
+    for kind in _CONDITION_ORDER:
+        if kind in conditions:
+            c = conditions[kind]
+            lines.append(f"    {kind:<17} {c['status']:<8} {c['reason']:<22} {c.get('message', '')[:100]}")
+    return "\n".join(lines)
+
+
+def format_explanation(target: dict[str, Any]) -> str:
+    status = target.get("status", {})
+    out = [format_status(target)]
+    plan = status.get("plan")
+    if plan:
+        out.append("\nWhy this configuration")
+        out += [f"  - {reason}" for reason in plan.get("reasons", [])]
+        out.append("\nSLO (predicted)")
+        out += [
+            f"  p{c['percentile']} {c['metric'].upper():<5} {c['valueMs']:.1f} ms / {c['limitMs']:.0f} ms"
+            f"  ({c['headroomPercent']:+.0f} % headroom)"
+            for c in plan.get("slo", [])
+        ]
+    if status.get("infeasible"):
+        out.append(f"\nInfeasible — nearest: {status['infeasible']['nearest']}")
+        out += [f"  - {s}" for s in status["infeasible"].get("suggestions", [])]
+    if status.get("frontier"):
+        out.append("\nFrontier (predicted)")
+        for point in status["frontier"]:
+            delta = point.get("deltaCostPercent")
+            shown = f"{delta:+.0f} %" if delta is not None else ""
+            out.append(
+                f"  {'✓' if point['meetsSlo'] else '✗'} ${point['costPerMtok']:.3f}/Mtok {shown:>7}  "
+                f"{point['outputTokensPerSecondPerUser']:.0f} tok/s/user  {point['summary']}"
+            )
+    if status.get("rejected"):
+        out.append("\nAlternatives and why they lost")
+        out += [f"  - {r['alternative']}: {r['reason']}" for r in status["rejected"]]
+    if status.get("techniques"):
+        out.append("\nWhat each technique does for this traffic")
+        out += [f"  - {t['technique']}: {t.get('note', '')}" for t in status["techniques"]]
+    calibration = status.get("calibration")
+    if calibration and calibration.get("samples"):
+        out.append(
+            f"\nCalibration: TTFT ×{calibration['ttftFactor']:.2f}, TPOT ×{calibration['tpotFactor']:.2f},"
+            f" confidence {calibration['confidence']:.2f} over {calibration['samples']} windows"
+        )
+    if status.get("history"):
+        out.append("\nHistory")
+        out += [f"  {h['time']}  {h['action']} — {h['reason']}" for h in status["history"]]
+    return "\n".join(out)
+
+
+def _target(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    api = kube.api_client()
+    return api, kube.get_target(api, args.namespace, args.name)
+
+
+def _show(args: argparse.Namespace) -> int:
+    _, target = _target(args)
+    print(format_explanation(target) if args.command == "explain" else format_status(target))
+    return 0
+
+
+def _annotate(args: argparse.Namespace) -> int:
+    api, target = _target(args)
+    changes: dict[str, str | None]
+    if args.command == "pause":
+        changes = {PAUSED: "true", PAUSED_REASON: args.reason or f"paused at {_now()}"}
+    elif args.command == "resume":
+        changes = {PAUSED: None, PAUSED_REASON: None}
+    elif args.command == "approve":
+        recommendation = target.get("status", {}).get("recommendation")
+        if not recommendation:
+            print(f"{args.name} has no pending recommendation", file=sys.stderr)
+            return 1
+        changes = {APPROVE: recommendation["proposedAt"]}
+    elif args.command == "rollback":
+        changes = {ROLLBACK: _now()}
+    else:  # pin
+        revision = None if args.off else (args.revision or target.get("status", {}).get("appliedRevision"))
+        if not args.off and not revision:
+            print(f"{args.name} has no applied revision to pin yet", file=sys.stderr)
+            return 1
+        changes = {PIN: revision}
+    kube.annotate_target(api, args.namespace, args.name, changes)
+    print(f"{args.namespace}/{args.name}: {args.command} " + ", ".join(f"{k}={v}" for k, v in changes.items()))
+    return 0
+
+
+def _guarded(run: Any) -> Any:
+    def call(args: argparse.Namespace) -> int:
+        try:
+            code: int = run(args)
+        except kube.KubeError as error:
+            print(f"frontier {args.command}: {error}", file=sys.stderr)
+            return 1 if error.status != 404 else 2
+        return code
+
+    return call
+
+
+def register(commands: Any) -> None:
+    helps = {
+        "status": "one target's state: SLO, cost, configuration, conditions",
+        "explain": "why the operator chose what it runs: reasons, frontier, alternatives, history",
+        "pause": "stop every tuning change (observation goes on)",
+        "resume": "undo pause",
+        "approve": "apply the pending recommendation (recommend mode)",
+        "rollback": "roll the canary back, or return to the previous revision",
+        "pin": "keep the current engine configuration (replicas may still scale); --off to unpin",
+    }
+    for name, text in helps.items():
+        parser = commands.add_parser(name, help=text)
+        parser.add_argument("name", help="FrontierTarget name")
+        parser.add_argument("-n", "--namespace", default="default")
+        if name == "pause":
+            parser.add_argument("--reason", help="shown by `frontier status`")
+        if name == "pin":
+            parser.add_argument("--revision", help="revision to pin (default: the applied one)")
+            parser.add_argument("--off", action="store_true", help="remove the pin")
+        parser.set_defaults(func=_guarded(_show if name in ("status", "explain") else _annotate))

@@ -1,0 +1,62 @@
+"""The SRE commands against a target the real operator reconciled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes
+import pytest
+
+from frontier_operator.cli import main
+from k8s_standin.fixtures import get_object, mark_deployment_ready, wait_for, wait_for_object
+from operator_support import FT, OPERATOR, create, engine_deployments, has_condition, target_document
+
+
+def annotations_of(api: kubernetes.client.ApiClient, namespace: str, name: str) -> dict[str, str]:
+    target = get_object(api, *FT, namespace, name) or {}
+    found: dict[str, str] = target.get("metadata", {}).get("annotations") or {}
+    return found
+
+
+def test_status_explain_and_the_runbook_annotations(
+    crd: None,
+    kube_api: kubernetes.client.ApiClient,
+    namespace: str,
+    run_operator: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with run_operator(OPERATOR, namespaces=[namespace], timeout=120):
+        create(kube_api, target_document("llama-70b-chat", namespace))
+        (deployment,) = wait_for(lambda: engine_deployments(kube_api, namespace, "llama-70b-chat"), timeout=30)
+        mark_deployment_ready(kube_api, namespace, deployment["metadata"]["name"])
+        ready = wait_for_object(kube_api, *FT, namespace, "llama-70b-chat", has_condition("Ready", "True"), timeout=30)
+    revision = ready["status"]["appliedRevision"]
+
+    assert main(["status", "llama-70b-chat", "-n", namespace]) == 0
+    shown = capsys.readouterr().out
+    assert f"applied {revision}" in shown and "Ready" in shown and "WorkloadsReady" in shown
+
+    assert main(["explain", "llama-70b-chat", "-n", namespace]) == 0
+    explained = capsys.readouterr().out
+    assert "Why this configuration" in explained and "SLO (predicted)" in explained and "History" in explained
+
+    assert main(["pause", "llama-70b-chat", "-n", namespace, "--reason", "incident 42"]) == 0
+    assert annotations_of(kube_api, namespace, "llama-70b-chat")["frontier.dev/paused-reason"] == "incident 42"
+    assert main(["status", "llama-70b-chat", "-n", namespace]) == 0
+    assert "PAUSED       incident 42" in capsys.readouterr().out
+    assert main(["resume", "llama-70b-chat", "-n", namespace]) == 0
+    assert "frontier.dev/paused" not in annotations_of(kube_api, namespace, "llama-70b-chat")
+
+    assert main(["pin", "llama-70b-chat", "-n", namespace]) == 0
+    assert annotations_of(kube_api, namespace, "llama-70b-chat")["frontier.dev/pin"] == revision
+    assert main(["pin", "llama-70b-chat", "-n", namespace, "--off"]) == 0
+    assert "frontier.dev/pin" not in annotations_of(kube_api, namespace, "llama-70b-chat")
+
+    assert main(["rollback", "llama-70b-chat", "-n", namespace]) == 0
+    assert "frontier.dev/rollback" in annotations_of(kube_api, namespace, "llama-70b-chat")
+
+    capsys.readouterr()
+    assert main(["approve", "llama-70b-chat", "-n", namespace]) == 1
+    assert "no pending recommendation" in capsys.readouterr().err
+    assert main(["status", "no-such-target", "-n", namespace]) == 2
+    assert "404" in capsys.readouterr().err

@@ -1,0 +1,84 @@
+"""Calibration: serialisation round-trip, bounds, and a reproducible fit."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from frontier_operator.perf.calibration import (
+    COEFFICIENT_SPECS,
+    Calibration,
+    Coefficients,
+    FamilyFit,
+    render_calibration_yaml,
+)
+from frontier_operator.perf.fitting import case_residual, fit_calibration, robust_sigma
+from frontier_operator.perf.model import PerformanceModel
+from frontier_operator.perf.silicon import iter_cases, read_rows
+
+SILICON = Path(__file__).resolve().parents[3] / "shared" / "data" / "silicon" / "silicon_measurements.csv"
+
+
+def _slice() -> list:  # type: ignore[type-arg]
+    rows = read_rows(SILICON)
+    return [case for _, case in iter_cases(rows, "sglang") if case.arch.name == "Qwen3-235B-A22B"]
+
+
+def test_coefficients_are_clamped_into_physical_bounds() -> None:
+    wild = Coefficients.from_dict({"hbm_efficiency": 3.0, "layer_overhead_us": -5.0, "wave_sync": float("nan")})
+    assert wild.hbm_efficiency == 1.0
+    assert wild.layer_overhead_us == 0.0
+    assert wild.wave_sync == Coefficients.priors().wave_sync
+    for spec in COEFFICIENT_SPECS:
+        assert spec.lower <= spec.prior <= spec.upper, spec.name
+
+
+def test_round_trip_through_yaml() -> None:
+    fit = FamilyFit(Coefficients.priors(), rows=12, ttft_sigma=0.2, tpot_sigma=0.1)
+    calibration = Calibration.uncalibrated().with_family("sm90", fit)
+    text = render_calibration_yaml(calibration, "header line")
+    assert text.startswith("# header line\n")
+    again = Calibration.from_data(yaml.safe_load(text))
+    assert again == calibration
+    assert again.family("sm90").uncertainty == 0.2
+    # Unknown families fall back to the priors with a wide uncertainty.
+    assert again.family("gfx950").coefficients == Coefficients.priors()
+    assert again.family("gfx950").uncertainty == 0.5
+
+
+def test_shipped_calibration_loads_and_covers_the_measured_families() -> None:
+    calibration = PerformanceModel.default().calibration
+    archs = dict(calibration.families)
+    assert {"sm90", "sm100", "sm103"} <= set(archs)
+    for fit in archs.values():
+        assert fit.rows > 0
+        assert 0 < fit.tpot_sigma < 1
+    assert dict(calibration.provenance)["backend"] == "sglang"
+
+
+@pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")
+def test_fit_is_reproducible_and_improves_on_the_priors() -> None:
+    cases = _slice()
+    assert len(cases) >= 20
+    first = fit_calibration(cases, {"data": "slice"})
+    second = fit_calibration(cases, {"data": "slice"})
+    assert first == second
+    assert render_calibration_yaml(first, "h") == render_calibration_yaml(second, "h")
+
+    def error(model: PerformanceModel) -> float:
+        residuals = [case_residual(model, case) for case in cases]
+        logs = [abs(r.tpot) for r in residuals if r is not None and r.tpot is not None]
+        logs += [abs(r.ttft) for r in residuals if r is not None and r.ttft is not None]
+        return sum(logs) / len(logs)
+
+    assert error(PerformanceModel(first)) < error(PerformanceModel(Calibration.uncalibrated()))
+    fit = first.family("sm90")
+    assert fit.rows == len(cases)
+    assert math.isfinite(fit.ttft_sigma) and fit.tpot_sigma < 0.3
+
+
+def test_robust_sigma_ignores_a_few_wild_rows() -> None:
+    assert robust_sigma([0.1, -0.1, 0.1, -0.1, 5.0]) == pytest.approx(0.14826)

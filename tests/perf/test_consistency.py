@@ -1,0 +1,58 @@
+"""Closed loop (fixed concurrency) and open loop (fixed rate) describe the same steady state."""
+
+from __future__ import annotations
+
+import pytest
+
+from frontier_operator.perf.calibration import Calibration, Coefficients, FamilyFit
+from frontier_operator.perf.model import PerformanceModel
+from perf_support import gpu, model, unified, worker, workload
+
+
+def _without_waves() -> PerformanceModel:
+    coefficients = Coefficients.from_dict({**Coefficients.priors().as_dict(), "wave_sync": 0.0})
+    fit = FamilyFit(coefficients, rows=0, ttft_sigma=0.1, tpot_sigma=0.1)
+    return PerformanceModel(Calibration.uncalibrated().with_family("sm90", fit))
+
+
+@pytest.mark.parametrize("concurrency", [4, 32, 128])
+def test_open_loop_at_the_closed_loop_rate_reproduces_it(concurrency: int) -> None:
+    perf = _without_waves()
+    arch, spec = model("Qwen3-32B"), gpu("H100")
+    config = unified(arch.name, worker("H100", tp=4, weight_format="fp8", max_running=512))
+    load = workload(rate=0.0, input_mean=2000, output_mean=500)
+    closed = perf.predict_at_concurrency(arch, spec, config, load, concurrency)
+    opened = perf.predict(
+        arch, spec, config, workload(rate=closed.requests_per_s, input_mean=2000, output_mean=500), 1.0
+    )
+    assert opened.mean_batch == pytest.approx(closed.decode_batch, rel=0.02)
+    # The open loop's mean TPOT (batch step plus prefill pauses) equals the closed loop's.
+    assert opened.output_tokens_per_s_per_gpu == pytest.approx(closed.output_tokens_per_s_per_gpu, rel=1e-9)
+    assert opened.tpot.p50 <= closed.tpot_s * 1.05
+
+
+def test_waves_raise_ttft_in_a_closed_loop(shipped: PerformanceModel) -> None:
+    arch, spec = model("Qwen3-32B"), gpu("H100")
+    config = unified(arch.name, worker("H100", tp=4, weight_format="fp8", max_running=512))
+    load = workload(rate=0.0, input_mean=2000, output_mean=500)
+    desynchronised = _without_waves().predict_at_concurrency(arch, spec, config, load, 128)
+    synchronised_coefficients = Coefficients.from_dict(
+        {**Coefficients.priors().as_dict(), "wave_sync": 1.0, "wave_breakup": 0.0}
+    )
+    fit = FamilyFit(synchronised_coefficients, rows=0, ttft_sigma=0.1, tpot_sigma=0.1)
+    waves = PerformanceModel(Calibration.uncalibrated().with_family("sm90", fit)).predict_at_concurrency(
+        arch, spec, config, load, 128
+    )
+    assert waves.ttft_s > desynchronised.ttft_s
+    assert shipped.predict_at_concurrency(arch, spec, config, load, 128).ttft_s > 0
+
+
+def test_clients_beyond_the_kv_pool_wait_for_a_slot(priors: PerformanceModel) -> None:
+    arch, spec = model("Qwen3-32B"), gpu("H100")
+    config = unified(arch.name, worker("H100", tp=1, weight_format="bf16", max_running=512))
+    load = workload(rate=0.0, input_mean=2048, output_mean=512)
+    capacity = priors.memory_fit(arch, spec, config.roles[0].worker, 2048 + 256).max_batch_at_context
+    assert 0 < capacity < 64
+    within = priors.predict_at_concurrency(arch, spec, config, load, max(1, capacity // 2))
+    beyond = priors.predict_at_concurrency(arch, spec, config, load, 4 * capacity)
+    assert beyond.ttft_s > 5 * within.ttft_s

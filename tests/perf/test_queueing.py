@@ -1,0 +1,93 @@
+"""Latency percentiles from the queue: ordered, and exploding as the request rate nears saturation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from frontier_operator.perf.model import PerformanceModel
+from frontier_operator.perf.queueing import kingman_wait, lognormal_quantile, waiting_quantile
+from frontier_operator.perf.types import Percentiles
+from perf_support import gpu, model, unified, worker, workload
+
+
+def _ordered(p: Percentiles) -> bool:
+    return p.p50 <= p.p90 <= p.p95 <= p.p99
+
+
+def _setup() -> tuple[object, object, object]:
+    arch = model("Qwen3-32B")
+    return arch, gpu("H100"), unified(arch.name, worker("H100", tp=4, weight_format="fp8", max_running=128))
+
+
+def test_percentiles_are_ordered_across_load(shipped: PerformanceModel) -> None:
+    arch, spec, config = model("Qwen3-32B"), gpu("H100"), None
+    config = unified(arch.name, worker("H100", tp=4, weight_format="fp8", max_running=128))
+    saturation = shipped.predict(arch, spec, config, workload(rate=0.1), 1.69).max_request_rate_per_s
+    for share in (0.05, 0.3, 0.6, 0.9, 0.97):
+        p = shipped.predict(arch, spec, config, workload(rate=share * saturation), 1.69)
+        for percentiles in (p.ttft, p.tpot, p.itl, p.e2e):
+            assert _ordered(percentiles), (share, percentiles)
+        assert p.e2e.p50 > p.ttft.p50
+
+
+def test_queueing_blows_up_near_saturation(shipped: PerformanceModel) -> None:
+    arch = model("Qwen3-32B")
+    spec = gpu("H100")
+    config = unified(arch.name, worker("H100", tp=4, weight_format="fp8", max_running=128))
+    saturation = shipped.predict(arch, spec, config, workload(rate=0.1), 1.69).max_request_rate_per_s
+    light = shipped.predict(arch, spec, config, workload(rate=0.2 * saturation), 1.69)
+    heavy = shipped.predict(arch, spec, config, workload(rate=0.97 * saturation), 1.69)
+    over = shipped.predict(arch, spec, config, workload(rate=1.2 * saturation), 1.69)
+    assert heavy.ttft.p99 > 3 * light.ttft.p99
+    assert heavy.tpot.p50 > 1.5 * light.tpot.p50
+    assert heavy.mean_batch > 4 * light.mean_batch
+    assert math.isinf(over.ttft.p99) and math.isinf(over.tpot.p50)
+    # Past saturation the fleet still serves its maximum, which sets tokens/s and $/Mtok.
+    assert over.output_tokens_per_s_per_gpu > heavy.output_tokens_per_s_per_gpu * 0.95
+
+
+def test_throughput_and_cost_follow_the_rate(shipped: PerformanceModel) -> None:
+    arch = model("Llama-3.1-8B-Instruct")
+    config = unified(arch.name, worker("H200", tp=1, weight_format="fp8"))
+    low = shipped.predict(arch, gpu("H200"), config, workload(rate=1.0), 1.74)
+    high = shipped.predict(arch, gpu("H200"), config, workload(rate=8.0), 1.74)
+    assert high.output_tokens_per_s_per_gpu == 8 * low.output_tokens_per_s_per_gpu
+    assert high.cost_per_mtok == low.cost_per_mtok / 8
+    # $/Mtok = GPU dollars per second / output tokens per second.
+    assert low.cost_per_mtok == 1.74 / 3600 / (1.0 * 500) * 1e6
+
+
+def test_replicas_split_the_rate(shipped: PerformanceModel) -> None:
+    arch = model("Llama-3.1-8B-Instruct")
+    w = worker("H200", tp=1, weight_format="fp8")
+    one = shipped.predict(arch, gpu("H200"), unified(arch.name, w, 1), workload(rate=4.0), 1.74)
+    two = shipped.predict(arch, gpu("H200"), unified(arch.name, w, 2), workload(rate=8.0), 1.74)
+    assert two.mean_batch == one.mean_batch
+    assert two.max_request_rate_per_s == 2 * one.max_request_rate_per_s
+
+
+def test_queueing_primitives() -> None:
+    assert kingman_wait(0.0, 1.0, 1.0, 1.0) == 0.0
+    assert kingman_wait(0.5, 1.0, 1.0, 1.0) == 1.0  # M/M/1: ρ/(1−ρ)·s
+    assert math.isinf(kingman_wait(1.0, 1.0, 1.0, 1.0))
+    assert waiting_quantile(1.0, 0.3, 50) == 0.0  # most requests do not wait on a lightly loaded server
+    assert waiting_quantile(1.0, 0.9, 99) > waiting_quantile(1.0, 0.9, 90) > 0
+    assert lognormal_quantile(100.0, 0.0, 99) == 100.0
+    assert lognormal_quantile(100.0, 0.5, 50) < 100.0 < lognormal_quantile(100.0, 0.5, 90)
+
+
+def test_highest_rate_within_an_slo(shipped: PerformanceModel) -> None:
+    arch = model("Qwen3-32B")
+    spec = gpu("H100")
+    config = unified(arch.name, worker("H100", tp=4, weight_format="fp8", max_running=128))
+    load = workload(rate=1.0)
+    saturation = shipped.predict(arch, spec, config, load, 1.69).max_request_rate_per_s
+    tight = shipped.max_rate_meeting(arch, spec, config, load, lambda p: math.isfinite(p.tpot.p50))
+    assert tight == pytest.approx(saturation, rel=0.02)
+    threshold = shipped.predict(arch, spec, config, replace(load, request_rate_per_s=0.5 * saturation), 1.69).tpot.p90
+    rate = shipped.max_rate_meeting(arch, spec, config, load, lambda p: p.tpot.p90 <= threshold)
+    assert 0.45 * saturation < rate < 0.6 * saturation
+    assert shipped.max_rate_meeting(arch, spec, config, load, lambda p: p.ttft.p50 < 1e-6) == 0.0

@@ -1,0 +1,100 @@
+"""Parsing silicon CSV rows into SGLang configurations: the documented normalisations."""
+
+from __future__ import annotations
+
+import pytest
+
+from frontier_operator.perf.errors import UnpredictableConfig
+from frontier_operator.perf.silicon import SCHEMA_COLUMNS, concurrency_of, parse_row
+from frontier_operator.perf.types import MoeA2ABackend, Role
+
+
+def _row(**values: str) -> dict[str, str]:
+    row = dict.fromkeys(SCHEMA_COLUMNS, "")
+    row.update(backend="sglang", isl="1024", osl="1024", silicon_ttft_ms="100", silicon_tpot_ms="10")
+    row.update(values)
+    return row
+
+
+def test_double_counted_tp_is_undone_for_aggregated_rows() -> None:
+    row = _row(
+        model_path="deepseek-ai/DeepSeek-R1",
+        system="b200_sxm",
+        precision="fp4",
+        mode="agg",
+        gemm_quant_mode="nvfp4",
+        moe_quant_mode="nvfp4",
+        batch_size="64",
+        tp_size="16",
+        pp_size="1",
+        attention_dp_size="1",
+        moe_tp_size="4",
+        moe_ep_size="4",
+        silicon_data_source="db-dump/2026-04-27; config_id=1",
+    )
+    case = parse_row(row)
+    w = case.config.roles[0].worker
+    assert (w.tp, w.ep, w.attention_dp) == (4, 4, 1)
+    assert w.weight_format == "nvfp4" and w.kv_cache_format == "fp8_e4m3"
+    # InferenceX lengths: uniform on [0.8, 1] x nominal.
+    assert case.workload.input_tokens.mean == pytest.approx(0.9 * 1024)
+    assert case.concurrency == 64
+
+
+def test_attention_dp_ranks_count_as_gpus_and_wide_ep_uses_deepep() -> None:
+    row = _row(
+        model_path="deepseek-ai/DeepSeek-V3",
+        system="gb200",
+        precision="fp8",
+        mode="disagg",
+        gemm_quant_mode="fp8",
+        moe_quant_mode="fp8_block",
+        prefill_num_workers="5",
+        prefill_tp_size="1",
+        prefill_attention_dp_size="8",
+        prefill_moe_tp_size="1",
+        prefill_moe_ep_size="8",
+        decode_batch_size="16",
+        decode_num_workers="1",
+        decode_tp_size="1",
+        decode_attention_dp_size="32",
+        decode_moe_tp_size="1",
+        decode_moe_ep_size="32",
+        silicon_data_source="db-dump/2026-04-27; config_id=505; silicon_concurrency=512",
+    )
+    case = parse_row(row)
+    prefill, decode = case.config.role(Role.PREFILL), case.config.role(Role.DECODE)
+    assert prefill is not None and decode is not None
+    assert (prefill.replicas, prefill.worker.tp, prefill.worker.attention_dp, prefill.worker.ep) == (5, 8, 8, 8)
+    assert (decode.replicas, decode.worker.tp, decode.worker.attention_dp) == (1, 32, 32)
+    assert decode.worker.moe_a2a_backend is MoeA2ABackend.DEEPEP
+    assert case.concurrency == 512 and case.fully_specified
+
+
+def test_missing_worker_counts_default_to_one_and_mark_the_row() -> None:
+    row = _row(
+        model_path="deepseek-ai/DeepSeek-R1",
+        system="h200_sxm",
+        precision="fp8",
+        mode="disagg",
+        moe_quant_mode="fp8_block",
+        prefill_tp_size="8",
+        decode_tp_size="8",
+        silicon_data_source="source_file=2026-03-25.csv; silicon_concurrency=64",
+    )
+    case = parse_row(row)
+    assert [r.replicas for r in case.config.roles] == [1, 1]
+    assert not case.fully_specified
+
+
+def test_concurrency_falls_back_to_the_decode_batch() -> None:
+    assert concurrency_of(_row(decode_batch_size="48", decode_num_workers="11")) == 528
+
+
+def test_unknown_models_and_gpus_are_unpredictable() -> None:
+    with pytest.raises(UnpredictableConfig, match="not in the catalog"):
+        parse_row(_row(model_path="acme/NoSuchModel", system="h100_sxm", mode="agg", tp_size="1", batch_size="1"))
+    with pytest.raises(UnpredictableConfig, match="GPU system"):
+        parse_row(_row(model_path="Qwen/Qwen3-32B", system="tpu_v9", mode="agg", tp_size="1", batch_size="1"))
+    with pytest.raises(UnpredictableConfig, match="mode"):
+        parse_row(_row(model_path="Qwen/Qwen3-32B", system="h100_sxm", mode="mixed", tp_size="1", batch_size="1"))

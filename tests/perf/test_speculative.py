@@ -1,0 +1,57 @@
+"""Speculative decoding pays off at low batch and stops paying at very high batch."""
+
+from __future__ import annotations
+
+from frontier_operator.perf.model import PerformanceModel
+from frontier_operator.perf.speculative import accept_length, acceptance_probability
+from frontier_operator.perf.types import Speculative, SpeculativeAlgorithm
+from perf_support import gpu, model, worker
+
+MTP = Speculative(SpeculativeAlgorithm.NEXTN, num_steps=3, eagle_topk=1, num_draft_tokens=4)
+EAGLE = Speculative(SpeculativeAlgorithm.EAGLE3, num_steps=3, eagle_topk=1, num_draft_tokens=4, draft_model="d")
+
+
+def test_accept_length_by_workload_kind() -> None:
+    code, chat, random = (accept_length(EAGLE, kind) for kind in ("agentic-coding", "chat", "random"))
+    assert 1.0 < random < chat < code <= 4.0
+    # Published Qwen3.5 figures at 3 steps: HumanEval 3.47, MT-Bench 3.03 (published-figures.md §4).
+    assert abs(code - 3.47) < 0.1 and abs(chat - 3.03) < 0.1
+    assert accept_length(MTP, "chat") > accept_length(EAGLE, "chat")
+    assert acceptance_probability("unknown-kind", SpeculativeAlgorithm.EAGLE3) == 0.8
+
+
+def test_one_step_mtp_matches_the_ant_group_accept_length() -> None:
+    one_step = Speculative(SpeculativeAlgorithm.NEXTN, num_steps=1, eagle_topk=1, num_draft_tokens=2)
+    assert 1.8 <= accept_length(one_step, "chat") <= 1.9
+
+
+def test_speculation_helps_at_low_batch(shipped: PerformanceModel) -> None:
+    for name, gpu_name, fmt, spec in (
+        ("DeepSeek-R1", "H200", "fp8-block", MTP),
+        ("Llama-3.1-70B-Instruct", "H100", "fp8", EAGLE),
+    ):
+        arch, device = model(name), gpu(gpu_name)
+        plain = worker(gpu_name, tp=8, weight_format=fmt, max_running=4096)
+        spec_worker = worker(gpu_name, tp=8, weight_format=fmt, max_running=4096, speculative=spec)
+        low_plain = shipped.decode_token_time(arch, device, plain, 1, 4096, kind="chat")
+        low_spec = shipped.decode_token_time(arch, device, spec_worker, 1, 4096, kind="chat")
+        assert low_spec < 0.75 * low_plain, name
+
+
+def test_speculation_stops_paying_once_decode_is_compute_bound(shipped: PerformanceModel) -> None:
+    """Verify passes multiply the FLOPs by the draft length; once the batch is compute-bound the rejected
+    drafts eat the gain. (A KV-bound batch, long MLA contexts, keeps gaining: the KV is read once per verify
+    pass whatever the draft length.) What is left at very high batch is the per-iteration overhead spread over
+    the accepted tokens: at most a few per cent."""
+    for name, gpu_name, fmt in (("Llama-3.1-70B-Instruct", "H100", "fp8"), ("Qwen3-32B", "H100", "fp8")):
+        arch, device = model(name), gpu(gpu_name)
+        plain = worker(gpu_name, tp=8, weight_format=fmt, max_running=8192)
+        spec_worker = worker(gpu_name, tp=8, weight_format=fmt, max_running=8192, speculative=EAGLE)
+        low = shipped.decode_token_time(arch, device, spec_worker, 1, 512) / shipped.decode_token_time(
+            arch, device, plain, 1, 512
+        )
+        high = shipped.decode_token_time(arch, device, spec_worker, 4096, 512) / shipped.decode_token_time(
+            arch, device, plain, 4096, 512
+        )
+        assert low < 0.6, name
+        assert high > 0.9, name

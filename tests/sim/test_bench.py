@@ -1,0 +1,127 @@
+"""Benchmark-client answers: the real client's keys, its definitions, and the truth's numbers with noise."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from sim.twin_fakes import FakeTruth, LinearTiming, unified
+
+from frontier_operator.perf.silicon import SCHEMA_COLUMNS
+from frontier_operator.sim.bench import answer_benchmark, benchmark_workload, parse_benchmark_argv, run_benchmark
+from frontier_operator.sim.measured import MeasuredTable, MeasuredTruth
+from frontier_operator.sim.tables import write_rows
+
+# The result dictionary of sglang/benchmark/serving.py 0.5.23 (`benchmark`, without goodput/cache report).
+CLIENT_KEYS = {
+    "tag", "backend", "dataset_name", "request_rate", "max_concurrency", "sharegpt_output_len",
+    "random_input_len", "random_output_len", "random_range_ratio", "server_info", "duration", "completed",
+    "total_input_tokens", "total_input_text_tokens", "total_input_vision_tokens", "total_output_tokens",
+    "total_output_tokens_retokenized", "request_throughput", "input_throughput", "output_throughput",
+    "total_throughput", "concurrency", "accept_length", "max_output_tokens_per_s", "max_concurrent_requests",
+} | {
+    f"{stat}_{metric}_ms"
+    for stat in ("mean", "median", "std", "p90", "p95", "p99")
+    for metric in ("e2e_latency", "ttft", "tpot", "itl")
+}  # fmt: skip
+
+ARGV = [
+    "python", "-m", "sglang.benchmark.serving", "--backend", "sglang", "--host", "svc", "--port", "30000",
+    "--dataset-name", "random-ids", "--random-input-len", "1000", "--random-output-len", "200",
+    "--random-range-ratio", "1.0", "--max-concurrency", "16", "--num-prompts", "160",
+    "--output-file", "out/result.jsonl", "--seed", "3", "--model", "Qwen/Qwen3-32B",
+]  # fmt: skip
+
+
+def test_argv_is_read_like_the_client_reads_it() -> None:
+    args = parse_benchmark_argv(ARGV)
+    assert (args.random_input_len, args.random_output_len, args.random_range_ratio) == (1000, 200, 1.0)
+    assert (args.max_concurrency, args.num_prompts, args.seed) == (16, 160, 3)
+    assert args.request_rate == math.inf and args.output_file == "out/result.jsonl"
+    defaults = parse_benchmark_argv(["--dataset-name", "random-ids"])
+    assert (defaults.num_prompts, defaults.random_range_ratio, defaults.max_concurrency) == (1000, 0.0, None)
+
+
+def test_range_ratio_draws_lengths_like_the_random_dataset() -> None:
+    wide = benchmark_workload(parse_benchmark_argv(["--random-input-len", "1000", "--random-range-ratio", "0.0"]))
+    fixed = benchmark_workload(parse_benchmark_argv(["--random-input-len", "1000", "--random-range-ratio", "1.0"]))
+    assert wide.input_tokens.mean == pytest.approx(500.5) and wide.input_tokens.max == 1000
+    assert fixed.input_tokens.mean == 1000 and fixed.input_tokens.cv == 0
+
+
+def test_result_has_the_clients_keys_and_definitions(tmp_path: Path) -> None:
+    truth = FakeTruth(default=LinearTiming(noise=0.03))
+    result = answer_benchmark(ARGV, truth, unified(1), write=True, directory=tmp_path)
+    assert set(result) == CLIENT_KEYS
+    assert result["completed"] == 160
+    assert result["total_output_tokens"] == 160 * 200
+    assert result["output_throughput"] == pytest.approx(result["total_output_tokens"] / result["duration"])
+    assert result["concurrency"] == pytest.approx(16, rel=0.1)
+    # The client counts a request in every 1 s bucket it touches, so back-to-back requests overlap.
+    assert 16 <= result["max_concurrent_requests"] <= 32
+    # TPOT ≈ decode step at 16 running (prefill pauses included): 0.01 + 16 × 0.0002 s.
+    assert result["median_tpot_ms"] == pytest.approx(13.2, rel=0.3)
+    assert result["mean_itl_ms"] == pytest.approx(result["mean_tpot_ms"], rel=0.1)
+    assert result["p99_ttft_ms"] >= result["median_ttft_ms"] > 0
+    assert result["accept_length"] is None
+    lines = (tmp_path / "out/result.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1]) == json.loads(json.dumps(result))
+    answer_benchmark(ARGV, truth, unified(1), write=True, directory=tmp_path)
+    assert len((tmp_path / "out/result.jsonl").read_text().splitlines()) == 2  # appended, like the client
+
+
+def test_speculative_servers_report_their_accept_length() -> None:
+    truth = FakeTruth(default=LinearTiming(accept=2.4))
+    result = run_benchmark(truth, unified(1, speculative=True), parse_benchmark_argv(ARGV))
+    assert result["accept_length"] == pytest.approx(2.4, rel=0.05)
+    # The client measures ITL per streamed chunk: one chunk per iteration, carrying the accepted tokens.
+    assert result["mean_itl_ms"] == pytest.approx(result["mean_tpot_ms"] * 2.4, rel=0.15)
+
+
+def test_different_client_seeds_give_different_runs() -> None:
+    truth = FakeTruth(default=LinearTiming(noise=0.03))
+    argv = [*ARGV, "--random-range-ratio", "0.5"]
+    first = run_benchmark(truth, unified(1), parse_benchmark_argv([*argv, "--seed", "1"]))
+    second = run_benchmark(truth, unified(1), parse_benchmark_argv([*argv, "--seed", "2"]))
+    again = run_benchmark(truth, unified(1), parse_benchmark_argv([*argv, "--seed", "1"]))
+    assert first == again
+    assert first["mean_ttft_ms"] != second["mean_ttft_ms"]
+
+
+def test_other_datasets_are_refused() -> None:
+    with pytest.raises(ValueError, match="random-ids"):
+        run_benchmark(FakeTruth(), unified(1), parse_benchmark_argv(["--dataset-name", "sharegpt"]))
+
+
+def test_measured_truth_is_reproduced_at_measured_concurrencies(tmp_path: Path) -> None:
+    rows = []
+    for concurrency, ttft, tpot in ((4, 250.0, 11.0), (16, 400.0, 16.0), (64, 1200.0, 33.0)):
+        row = dict.fromkeys(SCHEMA_COLUMNS, "")
+        row.update(
+            backend="sglang",
+            model_path="Qwen/Qwen3-32B",
+            system="h100_sxm",
+            mode="agg",
+            isl="2048",
+            osl="512",
+            batch_size=str(concurrency),
+            tp_size="2",
+            silicon_ttft_ms=str(ttft),
+            silicon_tpot_ms=str(tpot),
+        )
+        rows.append((concurrency, ttft, tpot, row))
+    path = tmp_path / "table.csv"
+    write_rows([r for *_, r in rows], path)
+    table = MeasuredTable.from_csv(path)
+    truth = MeasuredTruth(table)
+    config = table.examples[table.configs[0]]
+    for concurrency, ttft, tpot, _row in rows:
+        argv = [
+            "--dataset-name", "random-ids", "--random-input-len", "2048", "--random-output-len", "512",
+            "--random-range-ratio", "1.0", "--max-concurrency", str(concurrency), "--num-prompts", str(8 * concurrency),
+        ]  # fmt: skip
+        result = answer_benchmark(argv, truth, config)
+        assert result["mean_tpot_ms"] == pytest.approx(tpot, rel=0.06)
+        assert result["mean_ttft_ms"] == pytest.approx(ttft, rel=0.12)

@@ -1,0 +1,211 @@
+"""Calibration: convergence, growing confidence, drift, transfer to other configurations, observed workload."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from frontier_operator.perf.types import Percentiles, Role, ServingConfig
+from frontier_operator.tuning.calibration import (
+    ITL_BUCKETS,
+    TTFT_BUCKETS,
+    CalibrationSettings,
+    CalibrationState,
+    LatencyMetric,
+    bucket_resolution,
+    measure,
+    rebase,
+    update_calibration,
+)
+from frontier_operator.tuning.observation import Variant
+from frontier_operator.tuning.predictor import CalibratedPredictor
+from frontier_operator.tuning.structure import with_replicas
+from frontier_operator.tuning.workload import (
+    MIN_REQUESTS_TO_REPLACE,
+    WorkloadEstimate,
+    effective_workload,
+    fleet_workload,
+    update_workload,
+    variant_workload,
+    workload_shift,
+)
+from tuning_support import NOW, WINDOW_S, WORKLOAD, Truth, base_plan, group, observation, runner_up, scenario_request
+
+CONFIG = base_plan().chosen.config
+
+
+def _feed(
+    truth: Truth, windows: int, calibration: CalibrationState | None = None, config: ServingConfig = CONFIG
+) -> list[CalibrationState]:
+    """Back-to-back windows of a fleet under the spec's traffic, folded in one by one; every state on the way.
+
+    As in the loop, the model is asked about the workload each window actually served.
+    """
+    states = []
+    state = calibration or CalibrationState()
+    for index in range(windows):
+        end = NOW + WINDOW_S * index
+        window = observation(truth.group(config, WORKLOAD, Variant.STABLE), end=end)
+        served = variant_workload(window, Variant.STABLE, WORKLOAD)
+        assert served is not None
+        state = update_calibration(state, window, config, truth.predict(config, served), end)
+        states.append(state)
+    return states
+
+
+def test_the_correction_converges_to_the_hidden_factor_and_confidence_grows() -> None:
+    states = _feed(Truth(ttft_factor=0.8, tpot_factor=1.3, noise=0.05), windows=40)
+    final = states[-1]
+    tpot = final.estimate(Role.UNIFIED, LatencyMetric.TPOT)
+    ttft = final.estimate(Role.UNIFIED, LatencyMetric.TTFT)
+    assert tpot is not None and ttft is not None
+    assert tpot.factor == pytest.approx(1.3, rel=0.05)
+    assert ttft.factor == pytest.approx(0.8, rel=0.08)
+    confidences = [state.confidence for state in states]
+    assert 0 < confidences[0] < confidences[4] < confidences[-1] <= 1
+    assert tpot.sigma < 0.4 * math.sqrt(tpot.prior_variance)
+
+
+def test_more_requests_make_a_window_count_for_more() -> None:
+    predicted = percentiles_of(0.02)
+    settings = CalibrationSettings()
+    few = measure(percentiles_of(0.024), predicted, 100, ITL_BUCKETS, settings)
+    many = measure(percentiles_of(0.024), predicted, 10_000, ITL_BUCKETS, settings)
+    assert few is not None and many is not None
+    assert many.noise_variance < few.noise_variance
+    assert few.log_ratio == pytest.approx(math.log(1.2))
+
+
+def percentiles_of(p50: float) -> Percentiles:
+    return Percentiles(p50, p50 * 1.2, p50 * 1.3, p50 * 1.6)
+
+
+def test_a_window_already_folded_in_is_not_counted_twice() -> None:
+    state = _feed(Truth(tpot_factor=1.3), windows=3)[-1]
+    assert state.last_window_end is not None
+    again = observation(group(tpot_p50=0.2), end=state.last_window_end)
+    assert update_calibration(state, again, CONFIG, Truth().predict(CONFIG, WORKLOAD), NOW) == state
+
+
+def test_overlapping_windows_count_only_their_fresh_part() -> None:
+    truth = Truth(tpot_factor=1.3, noise=0.0)
+    prediction = truth.predict(CONFIG, WORKLOAD)
+    first = observation(group(tpot_p50=0.04), end=NOW)
+    start = update_calibration(CalibrationState(), first, CONFIG, prediction, NOW)
+    overlapping = update_calibration(start, observation(group(tpot_p50=0.04), end=NOW + 60), CONFIG, prediction, NOW)
+    disjoint = update_calibration(start, observation(group(tpot_p50=0.04), end=NOW + 300), CONFIG, prediction, NOW)
+    tpot = LatencyMetric.TPOT
+    overlapping_sigma = overlapping.of_metric(tpot).sigma  # type: ignore[union-attr]
+    disjoint_sigma = disjoint.of_metric(tpot).sigma  # type: ignore[union-attr]
+    assert disjoint_sigma < overlapping_sigma
+
+
+def test_a_window_with_too_few_requests_teaches_nothing() -> None:
+    prediction = Truth().predict(CONFIG, WORKLOAD)
+    sparse = observation(group(samples=20))
+    state = update_calibration(CalibrationState(), sparse, CONFIG, prediction, NOW)
+    assert state.estimates == ()
+    assert state.confidence == 0.0
+
+
+def test_coarse_buckets_limit_what_a_quantile_can_tell() -> None:
+    # 1.5 s sits in SGLang's 1–2 s TTFT bucket: ±0.29 s of interpolation error, about 19 % (uniform).
+    assert bucket_resolution(1.5, TTFT_BUCKETS) == pytest.approx(1.0 / 1.5 / math.sqrt(12))
+    assert bucket_resolution(0.0175, ITL_BUCKETS) == pytest.approx(0.005 / 0.0175 / math.sqrt(12))
+    assert bucket_resolution(500.0, TTFT_BUCKETS) == 1.0
+
+
+def test_drift_is_raised_after_the_configured_number_of_windows_and_cleared_by_a_rebase() -> None:
+    states = _feed(Truth(tpot_factor=1.5, noise=0.02), windows=4)
+    settings = CalibrationSettings()
+    assert [bool(state.drift) for state in states] == [False, False, True, True][: len(states)]
+    drift = states[settings.drift_windows - 1].drift[0]
+    assert drift.metric is LatencyMetric.TPOT and drift.role is Role.UNIFIED
+    assert drift.error == pytest.approx(0.5, abs=0.05)
+    assert "TPOT" in drift.message
+    rebased = rebase(states[-1])
+    assert rebased.drift == ()
+    # Against the rebased correction the same truth is no drift any more.
+    later = _feed(Truth(tpot_factor=1.5, noise=0.02, seed=11), windows=5, calibration=rebased)
+    assert all(not state.drift for state in later)
+
+
+def test_stationary_noise_never_raises_drift() -> None:
+    states = _feed(Truth(tpot_factor=1.1, ttft_factor=0.95, noise=0.06, seed=3), windows=200)
+    assert not any(state.drift for state in states)
+
+
+def test_the_calibrated_predictor_corrects_the_observed_config_fully_and_others_by_the_shared_part() -> None:
+    # Seven replicas: enough capacity that 30 % slower decode steps still carry the traffic.
+    config = with_replicas(CONFIG, Role.UNIFIED, 7)
+    truth = Truth(tpot_factor=1.3, noise=0.02)
+    calibration = _feed(truth, windows=30, config=config)[-1]
+    raw_predictor = truth.model
+    predictor = CalibratedPredictor(raw_predictor, calibration)
+    request = scenario_request()
+    pool = request.pools[0]
+    raw = raw_predictor.predict(request.arch, pool.gpu, config, WORKLOAD, pool.price_per_gpu_hour)
+    corrected = predictor.predict(request.arch, pool.gpu, config, WORKLOAD, pool.price_per_gpu_hour)
+    assert corrected.tpot.p50 / raw.tpot.p50 == pytest.approx(1.3, rel=0.05)
+    assert corrected.max_request_rate_per_s < raw.max_request_rate_per_s
+    other = runner_up(0)
+    own = predictor.correction(config, LatencyMetric.TPOT)
+    shared = predictor.correction(other, LatencyMetric.TPOT)
+    assert own is not None and shared is not None
+    assert math.log(shared.factor) == pytest.approx(math.log(own.factor) / 2)
+    assert own.sigma < shared.sigma < math.sqrt(own.prior_variance)
+    # No calibration, no change.
+    uncalibrated = CalibratedPredictor(raw_predictor, CalibrationState())
+    assert uncalibrated.predict(request.arch, pool.gpu, config, WORKLOAD, pool.price_per_gpu_hour) == raw
+    # A fleet whose corrected capacity no longer carries the traffic is reported saturated.
+    saturated = predictor.predict(request.arch, pool.gpu, CONFIG, WORKLOAD, pool.price_per_gpu_hour)
+    assert math.isinf(saturated.tpot.p50) and saturated.max_request_rate_per_s < WORKLOAD.request_rate_per_s
+
+
+def test_a_new_reference_configuration_inherits_a_transferred_prior() -> None:
+    learnt = _feed(Truth(tpot_factor=1.3, noise=0.02), windows=30)[-1]
+    other = runner_up(0)
+    prediction = Truth().predict(other, WORKLOAD)
+    later = NOW + WINDOW_S * 30
+    moved = update_calibration(learnt, observation(group(samples=0), end=later), other, prediction, later)
+    tpot = moved.of_metric(LatencyMetric.TPOT)
+    before = learnt.of_metric(LatencyMetric.TPOT)
+    assert tpot is not None and before is not None
+    assert tpot.log_factor == pytest.approx(before.log_factor / 2)
+    assert moved.confidence < learnt.confidence
+
+
+# ------------------------------------------------------------------------------------------- workload
+
+
+def test_the_observed_workload_replaces_the_spec_only_with_enough_requests() -> None:
+    heavier = observation(group(rate=6.0, samples=600))
+    estimate = update_workload(WorkloadEstimate(), heavier)
+    assert estimate.request_rate_per_s == pytest.approx(6.0)
+    assert estimate.input_tokens == pytest.approx(WORKLOAD.input_tokens.mean)
+    assert effective_workload(WORKLOAD, estimate) == WORKLOAD  # 600 requests are not enough
+    while estimate.requests < MIN_REQUESTS_TO_REPLACE:
+        estimate = update_workload(estimate, heavier)
+    effective = effective_workload(WORKLOAD, estimate)
+    assert effective.request_rate_per_s == pytest.approx(6.0)
+    assert effective.input_tokens.cv == WORKLOAD.input_tokens.cv  # shapes the metrics cannot tell stay
+    assert workload_shift(WORKLOAD, effective, 0.25, 0.15) == "request rate 4 → 6"
+
+
+def test_the_average_follows_traffic_with_its_half_life() -> None:
+    estimate = WorkloadEstimate()
+    for _ in range(30):
+        estimate = update_workload(estimate, observation(group(rate=4.0)))
+    for _ in range(6):  # one half-life
+        estimate = update_workload(estimate, observation(group(rate=8.0)))
+    assert estimate.request_rate_per_s == pytest.approx(6.0, rel=0.01)
+
+
+def test_the_fleet_workload_adds_stable_and_canary() -> None:
+    both = observation(group(rate=3.6), group(variant=Variant.CANARY, rate=0.4))
+    fleet = fleet_workload(both, WORKLOAD)
+    assert fleet is not None and fleet.request_rate_per_s == pytest.approx(4.0)
+    silent = observation(replace(group(), request_rate_per_s=None))
+    assert fleet_workload(silent, WORKLOAD) is None

@@ -1,0 +1,433 @@
+"""The decision table: every branch of `decide`, with the reason it gives, and the mode gate."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from frontier_operator.api.spec import TuningMode
+from frontier_operator.perf.types import Role, ServingConfig
+from frontier_operator.planner.plan import make_plan
+from frontier_operator.planner.types import Disaggregation, Plan
+from frontier_operator.tuning.actions import (
+    CanaryMotive,
+    Decision,
+    Hold,
+    NoAction,
+    PromoteCanary,
+    Replan,
+    ReplanCause,
+    RollbackCanary,
+    RollbackCause,
+    ScaleReplicas,
+    SetBatchCap,
+    SetPdRatio,
+    StartCanary,
+    gate,
+)
+from frontier_operator.tuning.apply import model_after
+from frontier_operator.tuning.calibration import CalibrationState, update_calibration
+from frontier_operator.tuning.canary import canary_fleet
+from frontier_operator.tuning.decisions import decide
+from frontier_operator.tuning.observation import Observation, Variant
+from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.state import (
+    AppliedState,
+    CanaryState,
+    ChangeKind,
+    ChangeRecord,
+    ModelContext,
+    RoleReadiness,
+)
+from frontier_operator.tuning.structure import with_replicas
+from frontier_operator.tuning.workload import WorkloadEstimate
+from planner_support import FakePredictor
+from tuning_support import (
+    IMAGE,
+    NOW,
+    POLICY,
+    WORKLOAD,
+    Truth,
+    applied,
+    base_plan,
+    context,
+    group,
+    observation,
+    runner_up,
+    scenario_request,
+)
+
+SEVEN = with_replicas(base_plan().chosen.config, Role.UNIFIED, 7)
+# The plan's fleet at 7 replicas instead of 5, as the fake model sees it: 17 ms TPOT, 1.3 s p99 TTFT.
+QUIET_SEVEN = group(tpot_p50=0.0174, ttft_p99=1.31, running=9.9 * 7)
+
+
+def _decide(
+    obs: Observation | None,
+    state: AppliedState | None = None,
+    model: ModelContext | None = None,
+    policy: TuningPolicy = POLICY,
+    now: float = NOW,
+) -> Decision:
+    return decide(obs, state or applied(), model or context(), policy, now)
+
+
+def _hold(decision: Decision) -> Hold:
+    assert isinstance(decision.action, NoAction), decision
+    return decision.action.hold
+
+
+# ------------------------------------------------------------------------------------------- no action
+
+
+def test_paused_does_nothing_whatever_it_sees() -> None:
+    decision = _decide(observation(group(tpot_p50=0.08)), policy=replace(POLICY, paused=True))
+    assert _hold(decision) is Hold.PAUSED
+    assert "paused" in decision.reason
+
+
+def test_no_observation_does_nothing() -> None:
+    decision = _decide(None)
+    assert _hold(decision) is Hold.METRICS_UNAVAILABLE
+    assert "missing data" in decision.reason
+
+
+def test_a_stale_window_does_nothing() -> None:
+    stale = observation(group(tpot_p50=0.08), end=NOW - 3 * POLICY.interval_s)
+    decision = _decide(stale)
+    assert _hold(decision) is Hold.STALE_METRICS
+    assert "stale" in decision.reason
+
+
+def test_too_few_requests_do_nothing() -> None:
+    decision = _decide(observation(group(tpot_p50=0.08, samples=40)))
+    assert _hold(decision) is Hold.INSUFFICIENT_DATA
+    assert "40 requests" in decision.reason
+
+
+def test_a_missing_slo_metric_does_nothing_even_when_another_is_violated() -> None:
+    decision = _decide(observation(group(tpot_p50=0.08, ttft_p99=None)))
+    assert _hold(decision) is Hold.MISSING_METRIC
+    assert "p99 TTFT" in decision.reason
+
+
+def test_no_new_step_while_the_previous_one_rolls_out() -> None:
+    rolling = applied(readiness=(RoleReadiness(Role.UNIFIED, 5, 4),))
+    decision = _decide(observation(group(tpot_p50=0.08)), rolling)
+    assert _hold(decision) is Hold.STEP_PENDING
+    assert "unified 4/5 ready" in decision.reason
+
+
+def test_within_the_cooldown_nothing_changes() -> None:
+    recent = applied(history=(ChangeRecord(NOW - 120, ChangeKind.SCALE, Role.UNIFIED, 1),))
+    decision = _decide(observation(group(tpot_p50=0.042)), recent)
+    assert _hold(decision) is Hold.COOLDOWN
+    assert "120 s ago" in decision.reason
+
+
+def test_the_hourly_change_budget_is_never_exceeded() -> None:
+    busy = applied(history=tuple(ChangeRecord(NOW - 3000 + 700 * i, ChangeKind.BATCH_CAP) for i in range(4)))
+    decision = _decide(observation(group(tpot_p50=0.042)), busy, policy=replace(POLICY, cooldown_s=60))
+    assert _hold(decision) is Hold.CHANGE_BUDGET
+    assert "4 changes in the last hour" in decision.reason
+
+
+def test_slo_met_close_to_a_limit_is_left_alone() -> None:
+    decision = _decide(observation(group(tpot_p50=0.038)))
+    assert _hold(decision) is Hold.HYSTERESIS
+    assert "hysteresis" in decision.reason
+
+
+def test_slo_met_with_no_cheaper_option_does_nothing() -> None:
+    decision = _decide(observation(group()))
+    assert _hold(decision) is Hold.SLO_MET
+    assert "no cheaper option" in decision.reason
+
+
+def test_replicas_added_recently_are_not_removed_yet() -> None:
+    state = applied(SEVEN, history=(ChangeRecord(NOW - 900, ChangeKind.SCALE, Role.UNIFIED, 1),))
+    decision = _decide(observation(QUIET_SEVEN), state)
+    assert _hold(decision) is Hold.STABILIZING
+
+
+def test_at_the_gpu_budget_a_violation_is_reported_not_acted_on() -> None:
+    model = context(request=scenario_request(max_gpus=10))
+    decision = _decide(observation(group(ttft_p99=4.4)), model=model)
+    assert _hold(decision) is Hold.GPU_BUDGET
+    assert "10-GPU budget" in decision.reason
+
+
+# ------------------------------------------------------------------------------------------- in place
+
+
+def test_tpot_violated_with_ttft_room_lowers_the_batch_cap() -> None:
+    decision = _decide(observation(group(tpot_p50=0.042, ttft_p99=1.5, running=30 * 7)), applied(SEVEN))
+    assert isinstance(decision.action, SetBatchCap)
+    assert decision.action.role is Role.UNIFIED
+    assert decision.action.from_cap == 32 and 16 <= decision.action.to_cap < 30
+    assert decision.reason.startswith("p50 TPOT 42 ms over 40 ms")
+
+
+def test_tpot_violated_when_a_smaller_cap_cannot_carry_the_traffic_adds_replicas() -> None:
+    decision = _decide(observation(group(tpot_p50=0.042)))
+    assert decision.action == ScaleReplicas(Role.UNIFIED, 5, 6)
+    assert "projected p50 TPOT" in decision.reason
+
+
+def test_tpot_violated_with_ttft_near_its_limit_adds_replicas() -> None:
+    decision = _decide(observation(group(tpot_p50=0.042, ttft_p99=3.7, running=30 * 7)), applied(SEVEN))
+    assert isinstance(decision.action, ScaleReplicas)
+    assert decision.action.to_replicas == 8
+
+
+def test_ttft_violated_behind_a_binding_cap_with_tpot_slack_raises_the_cap() -> None:
+    decision = _decide(observation(group(ttft_p99=4.4, tpot_p50=0.025, running=31 * 5, queued=15)))
+    assert isinstance(decision.action, SetBatchCap)
+    assert decision.action.from_cap == 32 and 32 < decision.action.to_cap <= 64
+    assert "the cap binds" in decision.reason
+
+
+def test_ttft_violated_without_queueing_adds_replicas_within_the_step() -> None:
+    decision = _decide(observation(group(ttft_p99=4.4)))
+    assert isinstance(decision.action, ScaleReplicas)
+    assert decision.action.from_replicas == 5 and 5 < decision.action.to_replicas <= 5 + POLICY.max_replica_step
+
+
+def test_ttft_violated_in_pd_with_decode_slack_shifts_the_ratio() -> None:
+    request = scenario_request(disaggregation=Disaggregation.ALWAYS)
+    plan = make_plan(request, FakePredictor())
+    assert isinstance(plan, Plan)
+    two_decoders = with_replicas(plan.chosen.config, Role.DECODE, 2)
+    obs = observation(
+        group(Role.PREFILL, ttft_p99=4.4, tpot_p50=None, running=10),
+        group(Role.DECODE, ttft_p99=4.4, tpot_p50=0.015, running=30),
+    )
+    decision = _decide(obs, applied(two_decoders), context(request=request, plan=plan))
+    assert decision.action == SetPdRatio(prefill_from=2, prefill_to=3, decode_from=2, decode_to=1)
+    assert "same GPUs" in decision.reason
+
+
+def test_sustained_slack_removes_replicas() -> None:
+    decision = _decide(observation(QUIET_SEVEN), applied(SEVEN))
+    assert decision.action == ScaleReplicas(Role.UNIFIED, 7, 5)
+    assert "frees 4 GPUs" in decision.reason
+
+
+# ------------------------------------------------------------------------------------------- canaries
+
+
+def test_a_cheaper_structure_in_the_plan_starts_a_canary() -> None:
+    stable = runner_up(0)
+    decision = _decide(observation(group(tpot_p50=0.025, ttft_p99=1.5, running=60)), applied(stable))
+    action = decision.action
+    assert isinstance(action, StartCanary)
+    assert action.motive is CanaryMotive.CHEAPER and not action.exploration
+    assert action.config == base_plan().chosen.config
+    assert action.canary.total_gpus == 2 and action.share == POLICY.canary_share
+    assert action.predicted_cost_per_mtok is not None and action.stable_cost_per_mtok is not None
+    assert action.predicted_cost_per_mtok < action.stable_cost_per_mtok * (1 - POLICY.promote_margin)
+
+
+def test_an_uncertain_neighbour_is_explored_under_an_upper_confidence_rule() -> None:
+    decision = _decide(observation(group()), policy=replace(POLICY, exploration_optimism=2.5))
+    action = decision.action
+    assert isinstance(action, StartCanary) and action.exploration
+    # Expected to cost more, optimistically cheaper: that is what makes it exploration.
+    assert action.predicted_cost_per_mtok is not None and action.stable_cost_per_mtok is not None
+    assert action.predicted_cost_per_mtok > action.stable_cost_per_mtok
+    assert "uncertain" in decision.reason
+
+
+def test_exploration_waits_for_its_interval() -> None:
+    recently = applied(last_exploration_at=NOW - 3600)
+    decision = _decide(observation(group()), recently, policy=replace(POLICY, exploration_optimism=2.5))
+    assert _hold(decision) is Hold.SLO_MET
+
+
+def test_a_new_engine_image_goes_through_a_canary() -> None:
+    decision = _decide(observation(group()), model=context(image="lmsysorg/sglang:v0.5.24-cu130"))
+    assert isinstance(decision.action, StartCanary)
+    assert decision.action.motive is CanaryMotive.IMAGE
+    assert decision.action.image == "lmsysorg/sglang:v0.5.24-cu130"
+    assert decision.action.config == base_plan().chosen.config
+
+
+def _canary(
+    target: ServingConfig, *, ready_for_s: float | None, crash: bool = False, started_ago_s: float | None = None
+) -> CanaryState:
+    started = NOW - (started_ago_s if started_ago_s is not None else (ready_for_s or 0) + 300)
+    return CanaryState(
+        revision="rev-canary",
+        config=target,
+        deployed=canary_fleet(target, POLICY.canary_share),
+        pool="h200",
+        share=POLICY.canary_share,
+        motive=CanaryMotive.CHEAPER,
+        started_at=started,
+        ready_at=None if ready_for_s is None else NOW - ready_for_s,
+        crash_looping=crash,
+    )
+
+
+def _pair(
+    stable: ServingConfig,
+    target: ServingConfig,
+    *,
+    canary_tpot_p50: float | None = None,
+    canary_samples: int | None = None,
+) -> Observation:
+    """Stable and canary serving their shares of the spec's traffic, as the model predicts them."""
+    truth = Truth(noise=0.0)
+    deployed = canary_fleet(target, POLICY.canary_share)
+    stable_load = replace(WORKLOAD, request_rate_per_s=WORKLOAD.request_rate_per_s * (1 - POLICY.canary_share))
+    canary_load = replace(WORKLOAD, request_rate_per_s=WORKLOAD.request_rate_per_s * POLICY.canary_share)
+    stable_prediction = truth.predict(stable, stable_load)
+    canary_prediction = truth.predict(deployed, canary_load)
+    return observation(
+        group(
+            ttft_p99=stable_prediction.ttft.p99,
+            tpot_p50=stable_prediction.tpot.p50,
+            rate=stable_load.request_rate_per_s,
+            running=stable_prediction.mean_batch * stable.roles[0].replicas,
+        ),
+        group(
+            variant=Variant.CANARY,
+            ttft_p99=canary_prediction.ttft.p99,
+            tpot_p50=canary_tpot_p50 or canary_prediction.tpot.p50,
+            rate=canary_load.request_rate_per_s,
+            running=canary_prediction.mean_batch,
+            samples=canary_samples,
+        ),
+    )
+
+
+CHEAP, DEAR = base_plan().chosen.config, runner_up(0)
+
+
+def test_a_cheaper_canary_that_meets_every_slo_is_promoted_after_the_minimum_duration() -> None:
+    state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=POLICY.canary_min_duration_s + 60))
+    decision = _decide(_pair(DEAR, CHEAP), state)
+    assert decision.action == PromoteCanary("rev-canary")
+    assert "meets every SLO" in decision.reason
+
+
+def test_a_canary_is_compared_for_the_minimum_duration_first() -> None:
+    state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=300))
+    decision = _decide(_pair(DEAR, CHEAP), state)
+    assert _hold(decision) is Hold.CANARY_COMPARING
+
+
+def test_a_canary_that_is_not_cheaper_is_rolled_back() -> None:
+    state = applied(CHEAP, canary=_canary(DEAR, ready_for_s=POLICY.canary_min_duration_s + 60))
+    decision = _decide(_pair(CHEAP, DEAR), state)
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.NOT_CHEAPER)
+
+
+def test_a_canary_breaking_an_slo_the_stable_keeps_is_rolled_back_at_once() -> None:
+    state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=300))
+    decision = _decide(_pair(DEAR, CHEAP, canary_tpot_p50=0.05), state)
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.SLO_BREACH)
+    assert "p50 TPOT" in decision.reason
+
+
+def test_a_canary_without_data_after_its_deadline_is_rolled_back() -> None:
+    waiting = applied(DEAR, canary=_canary(CHEAP, ready_for_s=600))
+    assert _hold(_decide(_pair(DEAR, CHEAP, canary_samples=10), waiting)) is Hold.CANARY_COMPARING
+    late = applied(DEAR, canary=_canary(CHEAP, ready_for_s=POLICY.canary_data_deadline_s + 60))
+    decision = _decide(_pair(DEAR, CHEAP, canary_samples=10), late)
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.NO_DATA)
+
+
+def test_a_crash_looping_canary_is_rolled_back_even_without_metrics() -> None:
+    state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=None, crash=True, started_ago_s=300))
+    decision = _decide(None, state)
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.CRASH_LOOPING)
+
+
+def test_a_canary_not_ready_by_its_startup_deadline_is_rolled_back() -> None:
+    starting = applied(DEAR, canary=_canary(CHEAP, ready_for_s=None, started_ago_s=600))
+    assert _hold(_decide(_pair(DEAR, CHEAP), starting)) is Hold.CANARY_STARTING
+    stuck = applied(DEAR, canary=_canary(CHEAP, ready_for_s=None, started_ago_s=POLICY.canary_startup_deadline_s + 60))
+    decision = _decide(None, stuck)
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.NOT_READY)
+
+
+# ---------------------------------------------------------------------------------------------- re-plans
+
+
+def test_without_a_plan_the_loop_plans_with_the_corrected_model() -> None:
+    decision = _decide(observation(group()), model=context(plan=None))
+    assert isinstance(decision.action, Replan)
+    assert decision.action.cause is ReplanCause.NO_PLAN
+    assert isinstance(decision.action.result, Plan)
+    assert not decision.changes_fleet
+
+
+def _drifted_calibration(windows: int, factor: float = 1.5) -> CalibrationState:
+    truth = Truth(tpot_factor=factor, noise=0.0)
+    config = base_plan().chosen.config
+    prediction = truth.predict(config, WORKLOAD)
+    calibration = CalibrationState()
+    for index in range(windows):
+        obs = observation(truth.group(config, WORKLOAD, Variant.STABLE), end=NOW - 300 * (windows - index))
+        calibration = update_calibration(calibration, obs, config, prediction, obs.window_end)
+    return calibration
+
+
+def test_model_drift_re_plans_and_the_new_plan_clears_it() -> None:
+    model = context(calibration=_drifted_calibration(windows=3))
+    decision = _decide(observation(group()), model=model)
+    assert isinstance(decision.action, Replan) and decision.action.cause is ReplanCause.MODEL_DRIFT
+    assert "model drift" in decision.reason and "TPOT" in decision.reason
+    after = model_after(model, decision.action)
+    assert after.calibration.drift == ()
+    assert not isinstance(_decide(observation(group()), model=after).action, Replan)
+
+
+def test_a_workload_shift_re_plans_for_the_observed_traffic() -> None:
+    observed = WorkloadEstimate(8.0, 8000.0, 1000.0, 0.0, requests=20_000, windows=20)
+    model = context(calibration=CalibrationState(workload=observed))
+    decision = _decide(observation(group()), model=model)
+    assert isinstance(decision.action, Replan) and decision.action.cause is ReplanCause.WORKLOAD_SHIFT
+    assert decision.action.workload.request_rate_per_s == 8.0
+    assert "request rate 4 → 8" in decision.reason
+
+
+# ------------------------------------------------------------------------------------------------- gate
+
+SCALE = Decision(ScaleReplicas(Role.UNIFIED, 5, 6), "p50 TPOT over", NOW)
+ROLLBACK = Decision(RollbackCanary("rev", RollbackCause.SLO_BREACH), "canary breaks", NOW)
+HOLD = Decision(NoAction(Hold.SLO_MET), "fine", NOW)
+
+
+@pytest.mark.parametrize(
+    ("decision", "mode", "approved", "applies", "proposes", "approvable"),
+    [
+        (HOLD, TuningMode.AUTO, False, False, False, False),
+        (SCALE, TuningMode.OBSERVE, True, False, True, False),
+        (SCALE, TuningMode.RECOMMEND, False, False, True, True),
+        (SCALE, TuningMode.RECOMMEND, True, True, False, False),
+        (SCALE, TuningMode.AUTO, False, True, False, False),
+        (ROLLBACK, TuningMode.RECOMMEND, False, True, False, False),
+        (ROLLBACK, TuningMode.OBSERVE, False, False, True, False),
+    ],
+)
+def test_the_mode_decides_what_is_applied_and_what_is_proposed(
+    decision: Decision, mode: TuningMode, approved: bool, *, applies: bool, proposes: bool, approvable: bool
+) -> None:
+    gated = gate(decision, mode, approved)
+    assert (gated.apply is decision.action) is applies
+    assert (gated.propose is decision.action) is proposes
+    assert gated.approvable is approvable
+
+
+def test_a_replan_only_rewrites_status_so_every_mode_applies_it() -> None:
+    replan = _decide(observation(group()), model=context(plan=None))
+    for mode in TuningMode:
+        assert gate(replan, mode, approved=False).apply is replan.action
+
+
+def test_image_of_the_scenario_is_the_pinned_one() -> None:
+    # Guards the scenario itself: the image canary test relies on the applied image differing.
+    assert applied().image == IMAGE == context().image
