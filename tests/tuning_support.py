@@ -20,11 +20,13 @@ from frontier_operator.planner.plan import make_plan
 from frontier_operator.planner.types import Disaggregation, GpuPool, Plan, PlanRequest
 from frontier_operator.tuning.actions import Decision, gate
 from frontier_operator.tuning.apply import applied_after, model_after
-from frontier_operator.tuning.calibration import CalibrationState
+from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric
 from frontier_operator.tuning.loop import tune
 from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.state import AppliedState, ModelContext, RoleReadiness
+from frontier_operator.tuning.structure import latency_role, structure_key
 from planner_support import FakePredictor, chat_workload, pool, request, search
 
 NOW = 1_000_000.0
@@ -132,7 +134,8 @@ def runner_up(index: int = 0) -> ServingConfig:
 
 @dataclass
 class Truth:
-    """The fleet as it really behaves: the fake model times hidden factors, with window-to-window noise."""
+    """The fleet as it really behaves: the fake model with hidden TTFT and TPOT factors (applied the way the
+    calibrated predictor applies corrections), plus Poisson request counts and log-normal latency noise."""
 
     ttft_factor: float = 1.0
     tpot_factor: float = 1.0
@@ -145,10 +148,20 @@ class Truth:
         self.rng = random.Random(self.seed)
 
     def predict(self, config: ServingConfig, workload: Workload) -> Prediction:
+        """The model with the hidden factors applied consistently: slower decode steps also mean less capacity."""
         pool_spec = the_pool()
-        return self.model.predict(
-            scenario_request().arch, pool_spec.gpu, config, workload, pool_spec.price_per_gpu_hour
+        hidden = CalibrationState(
+            estimates=tuple(
+                Estimate(role, metric, math.log(factor), 0.0, 0.0, 0.0)
+                for role, metric, factor in (
+                    (latency_role(config, True), LatencyMetric.TTFT, self.ttft_factor),
+                    (latency_role(config, False), LatencyMetric.TPOT, self.tpot_factor),
+                )
+            ),
+            reference=structure_key(config),
         )
+        perturbed = CalibratedPredictor(self.model, hidden)
+        return perturbed.predict(scenario_request().arch, pool_spec.gpu, config, workload, pool_spec.price_per_gpu_hour)
 
     def group(self, config: ServingConfig, workload: Workload, variant: Variant) -> GroupObservation:
         """One window: Poisson-like request counts, and latencies of the rate actually served."""
@@ -156,8 +169,8 @@ class Truth:
         requests = max(1.0, expected + self.rng.gauss(0.0, math.sqrt(expected)))
         served = replace(workload, request_rate_per_s=requests / WINDOW_S)
         truth = self.predict(config, served)
-        ttft_scale = self.ttft_factor * math.exp(self.rng.gauss(0.0, self.noise))
-        tpot_scale = self.tpot_factor * math.exp(self.rng.gauss(0.0, self.noise))
+        ttft_scale = math.exp(self.rng.gauss(0.0, self.noise))
+        tpot_scale = math.exp(self.rng.gauss(0.0, self.noise))
         overloaded = not math.isfinite(truth.tpot.p50)
         decoding = config.roles[-1]
         return group(
@@ -204,8 +217,7 @@ class Loop:
         action = gate(decision, self.policy.mode, approved=False).apply
         if action is not None:
             revision = f"rev-{len(self.decisions)}"
-            stable = seen.group(Role.UNIFIED, Variant.STABLE)
-            rate = stable.request_rate_per_s if stable is not None else None
+            rate = self.model.calibration.workload.request_rate_per_s
             self.applied = applied_after(self.applied, action, self.now, revision=revision, request_rate_per_s=rate)
             self.model = model_after(self.model, action)
         canary = self.applied.canary

@@ -84,25 +84,38 @@ class Controller:
     def __init__(self, api: ApiClient, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.api = api
         self.clock = clock
-        # (namespace, name) → {condition type: status}, for the frontier_targets gauge.
-        self._conditions: dict[tuple[str, str], dict[str, str]] = {}
+        # (namespace, name) → the label sets of its per-target series, to remove them when they change.
+        self._series: dict[tuple[str, str], list[tuple[Any, tuple[str, ...]]]] = {}
 
-    def _count_conditions(self, key: tuple[str, str], status: FrontierTargetStatus | None) -> None:
+    def _export(
+        self, key: tuple[str, str], spec: FrontierTargetSpec | None, status: FrontierTargetStatus | None
+    ) -> None:
+        """Per-target gauges: conditions, SLO bounds, cost, GPUs, canary start (for alerts and dashboards)."""
+        for gauge, labels in self._series.pop(key, []):
+            gauge.remove(*labels)
         if status is None:
-            self._conditions.pop(key, None)
-        else:
-            self._conditions[key] = {c.type.value: c.status.value for c in status.conditions}
-        counts: dict[tuple[str, str], int] = {}
-        for conditions in self._conditions.values():
-            for pair in conditions.items():
-                counts[pair] = counts.get(pair, 0) + 1
-        metrics.TARGETS.clear()
-        for (kind, value), count in counts.items():
-            metrics.TARGETS.labels(kind, value).set(count)
+            return
+        series: list[tuple[Any, tuple[str, ...], float]] = [
+            (metrics.TARGET_CONDITION, (*key, c.type.value, c.status.value), 1.0) for c in status.conditions
+        ]
+        if spec is not None:
+            series += [
+                (metrics.SLO_BOUND, (*key, metric, str(percentile)), float(bound))
+                for metric, percentile, bound in spec.slo.objectives()
+            ]
+        if status.plan is not None:
+            series.append((metrics.COST_PER_MTOK, key, status.plan.cost_per_mtok))
+            series.append((metrics.GPUS, key, float(status.plan.config.total_gpus)))
+        if status.canary is not None:
+            started = datetime.fromisoformat(status.canary.started_at.replace("Z", "+00:00"))
+            series.append((metrics.CANARY_STARTED, key, started.timestamp()))
+        for gauge, labels, value in series:
+            gauge.labels(*labels).set(value)
+        self._series[key] = [(gauge, labels) for gauge, labels, _ in series]
 
     def forget(self, namespace: str, name: str) -> None:
-        """The target is gone: stop counting it."""
-        self._count_conditions((namespace, name), None)
+        """The target is gone: drop its series."""
+        self._export((namespace, name), None, None)
 
     # ---------------------------------------------------------------------------------- outcome
 
@@ -185,7 +198,7 @@ class Controller:
         new_status = result.status.model_dump(mode="json", by_alias=True, exclude_none=True)
         old_status = {key: value for key, value in raw_status.items() if key != "kopf"}
         patch = merge_patch(old_status, new_status)
-        self._count_conditions((namespace, name), result.status)
+        self._export((namespace, name), target.spec if target is not None else None, result.status)
         return Step(status_patch=patch or None, events=_unique(events), status=result.status)
 
 

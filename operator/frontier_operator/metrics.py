@@ -1,4 +1,8 @@
-"""The operator's own Prometheus metrics (served on FRONTIER_METRICS_PORT, 8080 by default)."""
+"""The operator's own Prometheus metrics (served on FRONTIER_METRICS_PORT, 8080 by default).
+
+Per-target series use `target_namespace` and `frontier_target`: a ServiceMonitor scraping the
+operator adds its own `namespace` label, which would otherwise clash.
+"""
 
 from __future__ import annotations
 
@@ -14,4 +18,24 @@ PLAN_SECONDS = Histogram(
 DECISIONS = Counter(
     "frontier_decisions_total", "Decisions taken, by kind (plan, apply, prune, tuning actions).", ["decision"]
 )
-TARGETS = Gauge("frontier_targets", "FrontierTargets by condition and status.", ["condition", "status"])
+TARGET_CONDITION = Gauge(
+    "frontier_target_condition",
+    "1 for the current status of each condition of each target (kube-state-metrics style).",
+    ["target_namespace", "frontier_target", "condition", "status"],
+)
+SLO_BOUND = Gauge(
+    "frontier_slo_bound_seconds",
+    "Each SLO bound of each target, so alerts can compare observed percentiles with it.",
+    ["target_namespace", "frontier_target", "metric", "percentile"],
+)
+COST_PER_MTOK = Gauge(
+    "frontier_cost_per_mtok_dollars",
+    "Predicted $ per million tokens of the planned configuration.",
+    ["target_namespace", "frontier_target"],
+)
+GPUS = Gauge("frontier_gpus", "GPUs of the planned configuration.", ["target_namespace", "frontier_target"])
+CANARY_STARTED = Gauge(
+    "frontier_canary_started_timestamp_seconds",
+    "Start of the running canary of a target (absent when none runs).",
+    ["target_namespace", "frontier_target"],
+)

@@ -20,13 +20,16 @@ def free_port() -> int:
         return port
 
 
+def series(name: str, **labels: str) -> str:
+    return name + "{" + ",".join(f"{key}={value}" for key, value in sorted(labels.items())) + "}"
+
+
 def scrape(port: int) -> dict[str, float]:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     samples = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-            samples[f"{sample.name}{{{labels}}}"] = sample.value
+            samples[series(sample.name, **sample.labels)] = sample.value
     return samples
 
 
@@ -46,12 +49,13 @@ def test_metrics_count_reconciles_plans_and_targets_by_condition(
     create(kube_api, target_document("llama-70b-chat", namespace))
     wait_for_object(kube_api, *FT, namespace, "llama-70b-chat", has_condition("PlanFeasible", "True"), timeout=60)
 
-    samples = wait_for(
-        lambda: (s := scrape(port)).get("frontier_targets{condition=PlanFeasible,status=True}") and s,
-        timeout=20,
-        what="the targets gauge",
-    )
-    assert samples["frontier_reconciles_total{result=ok,trigger=create}"] >= 1
-    assert samples["frontier_plan_duration_seconds_count{}"] >= 1
-    assert samples["frontier_decisions_total{decision=apply}"] >= 1
-    assert samples["frontier_targets{condition=Ready,status=False}"] == 1
+    mine = {"frontier_target": "llama-70b-chat", "target_namespace": namespace}
+    planned = series("frontier_target_condition", condition="PlanFeasible", status="True", **mine)
+    samples = wait_for(lambda: (s := scrape(port)).get(planned) and s, timeout=20, what="the condition gauge")
+    assert samples[series("frontier_reconciles_total", result="ok", trigger="create")] >= 1
+    assert samples[series("frontier_plan_duration_seconds_count")] >= 1
+    assert samples[series("frontier_decisions_total", decision="apply")] >= 1
+    assert samples[series("frontier_target_condition", condition="Ready", status="False", **mine)] == 1
+    assert samples[series("frontier_slo_bound_seconds", metric="tpot", percentile="50", **mine)] == 0.03
+    assert samples[series("frontier_gpus", **mine)] >= 1
+    assert 0 < samples[series("frontier_cost_per_mtok_dollars", **mine)] < 100

@@ -7,12 +7,12 @@ import math
 from pathlib import Path
 
 import pytest
-from sim.twin_fakes import FakeTruth, LinearTiming, unified
 
 from frontier_operator.perf.silicon import SCHEMA_COLUMNS
 from frontier_operator.sim.bench import answer_benchmark, benchmark_workload, parse_benchmark_argv, run_benchmark
 from frontier_operator.sim.measured import MeasuredTable, MeasuredTruth
 from frontier_operator.sim.tables import write_rows
+from sim.twin_fakes import FakeTruth, LinearTiming, unified
 
 # The result dictionary of sglang/benchmark/serving.py 0.5.23 (`benchmark`, without goodput/cache report).
 CLIENT_KEYS = {

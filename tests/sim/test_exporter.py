@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sim.twin_fakes import FakeTruth, LinearTiming, disaggregated, unified, workload
 
 from frontier_operator.perf.types import Role
 from frontier_operator.sim.changes import StartCanary
@@ -25,6 +24,7 @@ from frontier_operator.sim.exporter import (
 from frontier_operator.sim.fleet import FleetSimulation
 from frontier_operator.sim.metrics import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS
 from frontier_operator.sim.observe import observe
+from sim.twin_fakes import FakeTruth, LinearTiming, disaggregated, unified, workload
 
 REFERENCE = Path(__file__).resolve().parents[2].parent / "shared/docs/reference/sglang-0.5.23-metrics.tsv"
 TOKENIZER_BASE = {"model_name", "engine_type"}

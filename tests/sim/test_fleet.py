@@ -6,7 +6,6 @@ import statistics
 from dataclasses import replace
 
 import pytest
-from sim.twin_fakes import FakeTruth, LinearTiming, capacity_rate, disaggregated, unified, workload
 
 from frontier_operator.perf.types import Role
 from frontier_operator.sim.changes import (
@@ -21,6 +20,7 @@ from frontier_operator.sim.fleet import FleetSimulation, PodState, RouterPolicy
 from frontier_operator.sim.observe import observe, observe_window
 from frontier_operator.sim.timing import Unavailable
 from frontier_operator.tuning.observation import Variant
+from sim.twin_fakes import FakeTruth, LinearTiming, capacity_rate, disaggregated, unified, workload
 
 NOISY = LinearTiming(noise=0.05)
 CAPACITY = capacity_rate(LinearTiming(), 1000, 200)  # ≈ 9.9 requests/s per replica at the default cap

@@ -9,12 +9,23 @@ import pytest
 from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.catalog.models import find_model
 from frontier_operator.perf.model import PerformanceModel
-from frontier_operator.perf.types import LengthDistribution, Role, RoleDeployment, ServingConfig, WorkerConfig, Workload
+from frontier_operator.perf.types import (
+    LengthDistribution,
+    Role,
+    RoleDeployment,
+    ServingConfig,
+    Speculative,
+    SpeculativeAlgorithm,
+    WorkerConfig,
+    Workload,
+)
 from frontier_operator.sim.cuda_graphs import capture_sizes, graph_max_batch, padded_batch
 from frontier_operator.sim.perturbed import Cliff, Perturbation, PerturbedModelTruth, hidden_factors
 from frontier_operator.sim.timing import PrefillMode, Unavailable
 
-ARCH = find_model("Qwen3-32B")
+_ARCH = find_model("Qwen3-32B")
+assert _ARCH is not None
+ARCH = _ARCH
 WORKER = WorkerConfig(
     gpu="H100",
     gpus_per_node=8,
@@ -36,7 +47,7 @@ def model() -> PerformanceModel:
 def test_capture_sizes_follow_sglang() -> None:
     sizes = capture_sizes(512)
     assert sizes[:7] == (1, 2, 4, 8, 12, 16, 24)
-    assert 256 in sizes and 264 not in sizes and 272 in sizes and 512 == sizes[-1]
+    assert 256 in sizes and 264 not in sizes and 272 in sizes and sizes[-1] == 512
     assert all(b - a == 16 for a, b in zip(sizes[sizes.index(256) :], sizes[sizes.index(256) + 1 :], strict=False))
     # A batch cap that is not a captured size is still captured (the list ends at the maximum).
     assert capture_sizes(100)[-1] == 100 and 96 in capture_sizes(100)
@@ -133,8 +144,6 @@ def test_unknown_gpu_and_missing_role_are_unavailable(model: PerformanceModel) -
 
 
 def test_speculative_acceptance_is_perturbed_within_its_bounds(model: PerformanceModel) -> None:
-    from frontier_operator.perf.types import Speculative, SpeculativeAlgorithm  # noqa: PLC0415
-
     spec = Speculative(SpeculativeAlgorithm.EAGLE3, 3, 1, 4, "draft")
     worker = replace(WORKER, speculative=spec, max_running_requests=48)
     config = replace(CONFIG, roles=(RoleDeployment(Role.UNIFIED, worker, 1),))

@@ -53,6 +53,9 @@ CALIBRATION_PERCENTILES = (50, 90)
 # Share of a model's log error common to every configuration of the cluster (equal prior variances of the
 # shared and the configuration-specific parts).
 SHARED_ERROR_SHARE = 0.5
+# A window off the model by more than this factor is not a model error but a fleet in overload (queues
+# growing without bound) or an outage: it is left to the SLO rules and teaches the calibration nothing.
+MAX_PLAUSIBLE_FACTOR = 3.0
 # Prior standard deviation (log space) when the prediction reports no uncertainty of its own.
 DEFAULT_PRIOR_SIGMA = 0.25
 
@@ -229,6 +232,8 @@ def measure(
         return None
     observed_mean = math.exp(sum(math.log(o) for o, _ in usable) / len(usable))
     predicted_mean = math.exp(sum(math.log(m) for _, m in usable) / len(usable))
+    if abs(math.log(observed_mean / predicted_mean)) > math.log(MAX_PLAUSIBLE_FACTOR):
+        return None
     # The percentiles' interpolation errors come from different buckets: independent, averaged in log space.
     resolution_variance = sum(bucket_resolution(o, buckets) ** 2 for o, _ in usable) / len(usable) ** 2
     noise = settings.jitter**2 + settings.quantile_spread**2 / samples + resolution_variance

@@ -168,6 +168,8 @@ def cheaper_canary(s: Situation) -> Proposal | None:
         prediction = s.forecaster.predict(candidate.config, candidate.pool, workload)
         if prediction is None or not s.forecaster.meets(prediction, s.slos):
             continue
+        if not s.forecaster.carries(prediction, workload, s.policy.hysteresis):
+            continue
         if prediction.cost_per_mtok < stable_cost * (1.0 - s.policy.promote_margin):
             saving = 1.0 - prediction.cost_per_mtok / stable_cost
             why = (
@@ -213,6 +215,9 @@ def explore(s: Situation) -> Proposal | None:
             continue
         sigma = s.forecaster.sigma(candidate.config, prediction)
         optimism = math.exp(-kappa * sigma)
+        capacity = prediction.max_request_rate_per_s / optimism
+        if capacity < workload.request_rate_per_s * (1.0 + s.policy.hysteresis):
+            continue
         optimistic_slo = all(bound.predicted(prediction) * optimism <= bound.limit_s for bound in s.slos)
         expected_gain = 1.0 - prediction.cost_per_mtok / stable_cost
         optimistic_gain = 1.0 - prediction.cost_per_mtok * optimism / stable_cost
@@ -324,11 +329,19 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
     stable = s.forecaster.predict(s.config, s.pool, total)
     if projected is None or stable is None:
         return _rollback(s, canary, RollbackCause.NO_DATA, "its full fleet cannot be predicted")
-    short = [b for b in s.slos if not b.predicted(projected) <= b.limit_s]
+    # The canary ran at its share of the traffic; its full fleet must meet the SLO with the planner's safety
+    # margin at the confidence one window of it gives, since capacity is what a light canary shows least.
+    required = 1.0 + projector.margin(projected)
+    short = [b.label for b in s.slos if not b.predicted(projected) * required <= b.limit_s]
+    if not projector.carries(projected, total, s.policy.hysteresis):
+        short.append(f"capacity ({projected.max_request_rate_per_s:.3g} requests/s for {total.request_rate_per_s:.3g})")
     if short:
-        labels = ", ".join(b.label for b in short)
+        labels = ", ".join(short)
         return _rollback(
-            s, canary, RollbackCause.SLO_BREACH, f"its full fleet at today's traffic is projected to miss {labels}"
+            s,
+            canary,
+            RollbackCause.SLO_BREACH,
+            f"its full fleet at today's traffic is projected to miss {labels} (with a {required - 1:.0%} margin)",
         )
     margin = s.policy.promote_margin
     ratio = projected.cost_per_mtok / stable.cost_per_mtok if stable.cost_per_mtok > 0 else math.inf

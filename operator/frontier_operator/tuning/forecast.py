@@ -46,6 +46,12 @@ class Forecaster:
             for bound in slos
         )
 
+    @staticmethod
+    def carries(prediction: Prediction, workload: Workload, headroom: float) -> bool:
+        """The fleet's capacity exceeds the offered rate by `headroom` (relative): queues stay bounded under
+        the rate's own fluctuations, which latency percentiles at the mean rate do not show."""
+        return prediction.max_request_rate_per_s >= workload.request_rate_per_s * (1.0 + headroom)
+
     def sigma(self, config: ServingConfig, prediction: Prediction) -> float:
         """Relative one-sigma error of the corrected prediction for `config` (the worse of TTFT and TPOT)."""
         sigmas = [

@@ -77,9 +77,12 @@ def _recently_scaled_up(s: Situation, role: Role) -> bool:
 
 
 def _known_to_violate(s: Situation, role: Role, replicas: int) -> bool:
-    """`replicas` of `role` were scaled up from, lately, at no less traffic than today's."""
+    """`replicas` of `role` were scaled up from, lately, at no less traffic than today's.
+
+    Traffic is compared on the calibration's smoothed rate: one window's Poisson noise is not a drop.
+    """
     since = s.now - s.policy.reversal_guard_s
-    rate = s.workload.request_rate_per_s
+    rate = s.model.calibration.workload.request_rate_per_s or s.workload.request_rate_per_s
     for record in s.applied.history:
         if record.kind is not ChangeKind.SCALE or record.role is not role or record.direction <= 0:
             continue
@@ -118,6 +121,9 @@ def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
             if values is None or smoothed is None:
                 continue
             if not (s.fits(values, s.policy.hysteresis) and s.fits(smoothed, s.policy.hysteresis)):
+                continue
+            prediction = s.forecaster.predict(smaller, s.pool, s.workload)
+            if prediction is None or not s.forecaster.carries(prediction, s.workload, s.policy.hysteresis):
                 continue
             saved = fewer * deployment.worker.gpus
             if best is None or saved > best[0]:
