@@ -147,6 +147,13 @@ class Truth:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
 
+    def model_prediction(self, config: ServingConfig, workload: Workload) -> Prediction:
+        """What the (uncalibrated) model predicts, which calibration measures the truth against."""
+        pool_spec = the_pool()
+        return self.model.predict(
+            scenario_request().arch, pool_spec.gpu, config, workload, pool_spec.price_per_gpu_hour
+        )
+
     def predict(self, config: ServingConfig, workload: Workload) -> Prediction:
         """The model with the hidden factors applied consistently: slower decode steps also mean less capacity."""
         pool_spec = the_pool()

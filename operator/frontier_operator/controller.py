@@ -106,9 +106,26 @@ class Controller:
         if status.plan is not None:
             series.append((metrics.COST_PER_MTOK, key, status.plan.cost_per_mtok))
             series.append((metrics.GPUS, key, float(status.plan.config.total_gpus)))
+        points = [
+            (
+                str(index),
+                "true" if p.meets_slo else "false",
+                "false",
+                p.cost_per_mtok,
+                p.output_tokens_per_second_per_user,
+            )
+            for index, p in enumerate(status.frontier)
+        ]
+        tpot_p50_ms = status.plan.predicted_tpot_ms.p50 if status.plan is not None else None
+        if status.plan is not None and tpot_p50_ms:
+            points.append(("chosen", "true", "true", status.plan.cost_per_mtok, 1000 / tpot_p50_ms))
+        for point, meets, is_chosen, cost, speed in points:
+            series.append((metrics.FRONTIER_POINT, (*key, point, "cost_per_mtok", meets, is_chosen), cost))
+            series.append((metrics.FRONTIER_POINT, (*key, point, "tokens_per_s_per_user", meets, is_chosen), speed))
+        if status.history:
+            series.append((metrics.LAST_CHANGE, key, _timestamp(status.history[-1].time)))
         if status.canary is not None:
-            started = datetime.fromisoformat(status.canary.started_at.replace("Z", "+00:00"))
-            series.append((metrics.CANARY_STARTED, key, started.timestamp()))
+            series.append((metrics.CANARY_STARTED, key, _timestamp(status.canary.started_at)))
         for gauge, labels, value in series:
             gauge.labels(*labels).set(value)
         self._series[key] = [(gauge, labels) for gauge, labels, _ in series]
@@ -200,6 +217,10 @@ class Controller:
         patch = merge_patch(old_status, new_status)
         self._export((namespace, name), target.spec if target is not None else None, result.status)
         return Step(status_patch=patch or None, events=_unique(events), status=result.status)
+
+
+def _timestamp(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
 def _unique(events: list[EventNote]) -> tuple[EventNote, ...]:

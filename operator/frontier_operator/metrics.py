@@ -39,3 +39,14 @@ CANARY_STARTED = Gauge(
     "Start of the running canary of a target (absent when none runs).",
     ["target_namespace", "frontier_target"],
 )
+FRONTIER_POINT = Gauge(
+    "frontier_frontier_point",
+    "The target's predicted frontier, one series per point and axis (cost_per_mtok, tokens_per_s_per_user);"
+    " `chosen` marks the planned configuration.",
+    ["target_namespace", "frontier_target", "point", "axis", "meets_slo", "chosen"],
+)
+LAST_CHANGE = Gauge(
+    "frontier_last_change_timestamp_seconds",
+    "Time of the target's latest configuration change (its status history); dashboards annotate changes of it.",
+    ["target_namespace", "frontier_target"],
+)

@@ -33,7 +33,9 @@ from frontier_operator.tuning.workload import (
 )
 from tuning_support import NOW, WINDOW_S, WORKLOAD, Truth, base_plan, group, observation, runner_up, scenario_request
 
-CONFIG = base_plan().chosen.config
+# The plan's fleet at 8 replicas: enough capacity that 50 % slower decode steps still carry the traffic
+# (with fewer, the truth overloads, and overloaded windows teach calibration nothing).
+CONFIG = with_replicas(base_plan().chosen.config, Role.UNIFIED, 8)
 
 
 def _feed(
@@ -50,7 +52,7 @@ def _feed(
         window = observation(truth.group(config, WORKLOAD, Variant.STABLE), end=end)
         served = variant_workload(window, Variant.STABLE, WORKLOAD)
         assert served is not None
-        state = update_calibration(state, window, config, truth.predict(config, served), end)
+        state = update_calibration(state, window, config, truth.model_prediction(config, served), end)
         states.append(state)
     return states
 
@@ -102,6 +104,15 @@ def test_overlapping_windows_count_only_their_fresh_part() -> None:
     assert disjoint_sigma < overlapping_sigma
 
 
+def test_an_overloaded_window_teaches_nothing() -> None:
+    # The model puts this fleet well under its capacity; a window ten times slower is an overload or an
+    # outage, for the SLO rules to handle, not a model error to learn.
+    prediction = Truth().predict(CONFIG, WORKLOAD)
+    overloaded = observation(group(tpot_p50=prediction.tpot.p50 * 10))
+    state = update_calibration(CalibrationState(), overloaded, CONFIG, prediction, NOW)
+    assert state.of_metric(LatencyMetric.TPOT) is None
+
+
 def test_a_window_with_too_few_requests_teaches_nothing() -> None:
     prediction = Truth().predict(CONFIG, WORKLOAD)
     sparse = observation(group(samples=20))
@@ -138,8 +149,7 @@ def test_stationary_noise_never_raises_drift() -> None:
 
 
 def test_the_calibrated_predictor_corrects_the_observed_config_fully_and_others_by_the_shared_part() -> None:
-    # Seven replicas: enough capacity that 30 % slower decode steps still carry the traffic.
-    config = with_replicas(CONFIG, Role.UNIFIED, 7)
+    config = CONFIG
     truth = Truth(tpot_factor=1.3, noise=0.02)
     calibration = _feed(truth, windows=30, config=config)[-1]
     raw_predictor = truth.model
@@ -160,7 +170,8 @@ def test_the_calibrated_predictor_corrects_the_observed_config_fully_and_others_
     uncalibrated = CalibratedPredictor(raw_predictor, CalibrationState())
     assert uncalibrated.predict(request.arch, pool.gpu, config, WORKLOAD, pool.price_per_gpu_hour) == raw
     # A fleet whose corrected capacity no longer carries the traffic is reported saturated.
-    saturated = predictor.predict(request.arch, pool.gpu, CONFIG, WORKLOAD, pool.price_per_gpu_hour)
+    five = base_plan().chosen.config
+    saturated = predictor.predict(request.arch, pool.gpu, five, WORKLOAD, pool.price_per_gpu_hour)
     assert math.isinf(saturated.tpot.p50) and saturated.max_request_rate_per_s < WORKLOAD.request_rate_per_s
 
 

@@ -366,8 +366,8 @@ def test_without_a_plan_the_loop_plans_with_the_corrected_model() -> None:
 
 def _drifted_calibration(windows: int, factor: float = 1.5) -> CalibrationState:
     truth = Truth(tpot_factor=factor, noise=0.0)
-    config = base_plan().chosen.config
-    prediction = truth.predict(config, WORKLOAD)
+    config = with_replicas(base_plan().chosen.config, Role.UNIFIED, 8)  # carries the traffic even 50 % slower
+    prediction = truth.model_prediction(config, WORKLOAD)
     calibration = CalibrationState()
     for index in range(windows):
         obs = observation(truth.group(config, WORKLOAD, Variant.STABLE), end=NOW - 300 * (windows - index))

@@ -94,6 +94,12 @@ class Revision:
     # Revisions this one replaces: each of its pods that becomes ready drains one of theirs.
     replaces: list[Revision] = field(default_factory=list)
     handoffs: deque[SimRequest] = field(default_factory=deque)
+    # Ready pods of the entry role, cached between pod state changes (the router asks on every arrival).
+    _ready_entry: list[Pod] | None = None
+    disaggregated: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.disaggregated = self.config.disaggregated
 
     @property
     def label(self) -> str:
@@ -101,17 +107,25 @@ class Revision:
 
     @property
     def entry_role(self) -> Role:
-        return Role.PREFILL if self.config.disaggregated else Role.UNIFIED
+        return Role.PREFILL if self.disaggregated else Role.UNIFIED
+
+    def ready_entry(self) -> list[Pod]:
+        if self._ready_entry is None:
+            self._ready_entry = self.pods_of(self.entry_role, PodState.READY)
+        return self._ready_entry
+
+    def changed(self) -> None:
+        self._ready_entry = None
 
     def pods_of(self, role: Role, *states: PodState) -> list[Pod]:
         return [p for p in self.pods if p.role is role and (not states or p.state in states)]
 
     def serving(self) -> bool:
-        if self.retired:
+        if self.retired or not self.ready_entry():
             return False
-        if not self.pods_of(self.entry_role, PodState.READY):
-            return False
-        return not self.config.disaggregated or bool(self.pods_of(Role.DECODE, PodState.READY, PodState.DRAINING))
+        return not self.disaggregated or any(
+            p.role is Role.DECODE and p.state in (PodState.READY, PodState.DRAINING) for p in self.pods
+        )
 
 
 @dataclass(eq=False)
@@ -319,6 +333,7 @@ class FleetSimulation:
             state=PodState.READY if ready else PodState.STARTING,
         )
         revision.pods.append(pod)
+        revision.changed()
         self.pods.append(pod)
         if not ready:
             self._push(pod.ready_at, _Event.READY, pod)
@@ -329,6 +344,7 @@ class FleetSimulation:
             return
         pod.state = PodState.READY
         revision = pod.revision
+        revision.changed()
         # Rolling update: a new pod that is ready retires one old pod of its role.
         for old in revision.replaces:
             victims = old.pods_of(pod.role, PodState.READY, PodState.STARTING)
@@ -345,6 +361,7 @@ class FleetSimulation:
         self._flush_handoffs(revision)
 
     def _drain(self, pod: Pod) -> None:
+        pod.revision.changed()
         if pod.state is PodState.STARTING:
             pod.state = PodState.GONE
             pod.gone_at = self.now
@@ -357,7 +374,7 @@ class FleetSimulation:
         if pod.state is not PodState.DRAINING or pod.engine.busy:
             return
         revision = pod.revision
-        if pod.role is Role.DECODE and revision.config.disaggregated:
+        if pod.role is Role.DECODE and revision.disaggregated:
             # A decode pod must stay while its revision's prefill pods may still hand requests over.
             if revision.handoffs or any(p.engine.busy for p in revision.pods_of(Role.PREFILL)):
                 return
@@ -366,6 +383,7 @@ class FleetSimulation:
                 return
         pod.state = PodState.GONE
         pod.gone_at = self.now
+        revision.changed()
 
     def _retire(self, revision: Revision) -> None:
         revision.retired = True
@@ -492,9 +510,9 @@ class FleetSimulation:
             return
         request.revision = revision.number
         revision.in_flight += 1
-        pod = self._choose_pod(revision.pods_of(revision.entry_role, PodState.READY))
+        pod = self._choose_pod(revision.ready_entry())
         request.prefill_pod = pod.index
-        if revision.entry_role is Role.UNIFIED:
+        if not revision.disaggregated:
             request.decode_pod = pod.index
         pod.engine.submit(request, self.now)
         self._after_engine(pod)
@@ -508,7 +526,7 @@ class FleetSimulation:
             return None
         if len(candidates) == 1:
             return candidates[0]
-        weights = [len(r.pods_of(r.entry_role, PodState.READY)) for r in candidates]
+        weights = [len(r.ready_entry()) for r in candidates]
         pick = self._router_rng.random() * sum(weights)
         for revision, weight in zip(candidates, weights, strict=True):
             pick -= weight
@@ -608,7 +626,7 @@ class FleetSimulation:
         self._push_arrival()
         if pod.state is PodState.DRAINING:
             self._maybe_gone(pod)
-        if revision.config.disaggregated:
+        if revision.disaggregated:
             for decode in revision.pods_of(Role.DECODE, PodState.DRAINING):
                 self._maybe_gone(decode)
 

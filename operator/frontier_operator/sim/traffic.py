@@ -146,7 +146,10 @@ class OpenLoopSource:
 
     def _gap(self, now: float) -> float:
         rate = self._rate * self._pattern.factor(now)
-        unit = self._rng.gammavariate(self._shape, 1.0 / self._shape)
+        if self._shape == 1.0:
+            unit = self._rng.expovariate(1.0)
+        else:
+            unit = self._rng.gammavariate(self._shape, 1.0 / self._shape)
         return now + unit / max(rate, self._rate * _MIN_RATE_FACTOR)
 
     def peek_time(self) -> float:

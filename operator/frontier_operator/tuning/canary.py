@@ -168,7 +168,7 @@ def cheaper_canary(s: Situation) -> Proposal | None:
         prediction = s.forecaster.predict(candidate.config, candidate.pool, workload)
         if prediction is None or not s.forecaster.meets(prediction, s.slos):
             continue
-        if not s.forecaster.carries(prediction, workload, s.policy.hysteresis):
+        if not s.forecaster.carries(prediction, workload, s.policy.capacity_headroom):
             continue
         if prediction.cost_per_mtok < stable_cost * (1.0 - s.policy.promote_margin):
             saving = 1.0 - prediction.cost_per_mtok / stable_cost
@@ -216,7 +216,7 @@ def explore(s: Situation) -> Proposal | None:
         sigma = s.forecaster.sigma(candidate.config, prediction)
         optimism = math.exp(-kappa * sigma)
         capacity = prediction.max_request_rate_per_s / optimism
-        if capacity < workload.request_rate_per_s * (1.0 + s.policy.hysteresis):
+        if capacity < workload.request_rate_per_s * (1.0 + s.policy.capacity_headroom):
             continue
         optimistic_slo = all(bound.predicted(prediction) * optimism <= bound.limit_s for bound in s.slos)
         expected_gain = 1.0 - prediction.cost_per_mtok / stable_cost
@@ -333,7 +333,7 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
     # margin at the confidence one window of it gives, since capacity is what a light canary shows least.
     required = 1.0 + projector.margin(projected)
     short = [b.label for b in s.slos if not b.predicted(projected) * required <= b.limit_s]
-    if not projector.carries(projected, total, s.policy.hysteresis):
+    if not projector.carries(projected, total, s.policy.capacity_headroom):
         short.append(f"capacity ({projected.max_request_rate_per_s:.3g} requests/s for {total.request_rate_per_s:.3g})")
     if short:
         labels = ", ".join(short)

@@ -123,7 +123,7 @@ def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
             if not (s.fits(values, s.policy.hysteresis) and s.fits(smoothed, s.policy.hysteresis)):
                 continue
             prediction = s.forecaster.predict(smaller, s.pool, s.workload)
-            if prediction is None or not s.forecaster.carries(prediction, s.workload, s.policy.hysteresis):
+            if prediction is None or not s.forecaster.carries(prediction, s.workload, s.policy.capacity_headroom):
                 continue
             saved = fewer * deployment.worker.gpus
             if best is None or saved > best[0]:
@@ -178,7 +178,7 @@ def batch_cap_down(s: Situation) -> Proposal | None:
 
     TPOT grows with the running batch; a cap below today's mean batch shortens each step at the price of
     queueing, which lands on TTFT, so the cap is lowered only while every TTFT bound has the full band of
-    slack and the fleet still carries the traffic with the band to spare.
+    slack and the fleet still carries the traffic with its capacity headroom.
     """
     if not _all_slack(_ttft(s), s.policy.hysteresis):
         return None
@@ -194,7 +194,7 @@ def batch_cap_down(s: Situation) -> Proposal | None:
         if holds is None or not holds(s.policy.hysteresis / 2):
             continue
         prediction = s.forecaster.predict(with_batch_cap(s.config, role, candidate), s.pool, s.workload)
-        needed = s.workload.request_rate_per_s * (1.0 + s.policy.hysteresis)
+        needed = s.workload.request_rate_per_s * (1.0 + s.policy.capacity_headroom)
         if prediction is None or prediction.max_request_rate_per_s < needed:
             return None  # a smaller cap would not carry the traffic: add replicas instead
         return Proposal(
