@@ -7,9 +7,9 @@ from typing import Any
 
 
 def _run(args: argparse.Namespace) -> int:
-    import kopf  # imported here: the other commands need no Kubernetes client at all
+    import kopf  # noqa: PLC0415 - only this command needs Kopf; importing it is slow
 
-    import frontier_operator.main  # noqa: F401 - registers the handlers
+    import frontier_operator.main  # noqa: F401, PLC0415 - importing registers the handlers
 
     kopf.run(
         clusterwide=not args.namespace,

@@ -10,15 +10,14 @@ import requests
 
 from frontier_operator.adapters.prometheus import (
     MAX_QUERIES,
-    PROMETHEUS_LABELS,
     FleetSelector,
     joined_queries,
     observe,
     observe_async,
-    pod_monitor_relabelings,
     query_fleet,
 )
 from frontier_operator.perf.types import Percentiles, Role
+from frontier_operator.render.monitoring import PROMETHEUS_LABELS, relabelings
 from frontier_operator.tuning.observation import Observation, Variant
 from prometheus_support import (
     BROKEN_PROMETHEUS,
@@ -195,10 +194,10 @@ def test_one_observation_costs_a_bounded_number_of_queries() -> None:
 
 
 def test_the_pod_monitor_relabelings_write_the_labels_the_queries_select_on() -> None:
-    relabelings = pod_monitor_relabelings()
-    assert {r["targetLabel"] for r in relabelings} == set(PROMETHEUS_LABELS.values())
+    written = relabelings()
+    assert {r["targetLabel"] for r in written} == set(PROMETHEUS_LABELS.values())
     assert {
         "sourceLabels": ["__meta_kubernetes_pod_label_frontier_dev_target"],
         "targetLabel": "frontier_target",
         "action": "replace",
-    } in relabelings
+    } in written

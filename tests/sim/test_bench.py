@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from frontier_operator.perf.silicon import SCHEMA_COLUMNS
-from frontier_operator.sim.bench import answer_benchmark, benchmark_workload, parse_benchmark_argv, run_benchmark
+from frontier_operator.sim.bench import (
+    answer_benchmark,
+    benchmark_gpu_minutes,
+    benchmark_workload,
+    parse_benchmark_argv,
+    run_benchmark,
+)
 from frontier_operator.sim.measured import MeasuredTable, MeasuredTruth
 from frontier_operator.sim.tables import write_rows
 from sim.twin_fakes import FakeTruth, LinearTiming, unified
@@ -66,6 +72,7 @@ def test_result_has_the_clients_keys_and_definitions(tmp_path: Path) -> None:
     assert result["mean_itl_ms"] == pytest.approx(result["mean_tpot_ms"], rel=0.1)
     assert result["p99_ttft_ms"] >= result["median_ttft_ms"] > 0
     assert result["accept_length"] is None
+    assert benchmark_gpu_minutes(result, unified(2)) == pytest.approx(result["duration"] * 2 / 60)
     lines = (tmp_path / "out/result.jsonl").read_text().splitlines()
     assert json.loads(lines[-1]) == json.loads(json.dumps(result))
     answer_benchmark(ARGV, truth, unified(1), write=True, directory=tmp_path)

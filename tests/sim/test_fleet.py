@@ -211,6 +211,30 @@ def test_rolling_update_replaces_pods_after_startup_without_losing_requests() ->
     assert len(fleet.history) == 2
 
 
+def test_pd_rolling_update_moves_every_request_to_the_new_revision() -> None:
+    truth = FakeTruth(timing_by_role={Role.PREFILL: LinearTiming(transfer_fixed_s=0.2)})
+    fleet = FleetSimulation(truth, disaggregated(1, 2), workload(6), seed=17, startup_s=60)
+    fleet.advance(120)
+    fleet.apply(ReplaceConfig(disaggregated(2, 1, cap=32)))
+    fleet.advance(600)
+    live = fleet.live_pods()
+    assert sorted(p.role.value for p in live) == ["decode", "prefill", "prefill"]
+    assert {p.revision.number for p in live} == {2}
+    assert all(p.state is PodState.GONE for p in fleet.pods if p.revision.number == 1)
+    assert _conserved(fleet)
+    decode = observe(fleet, 300).group(Role.DECODE)
+    assert decode is not None and decode.samples > 0
+
+
+def test_pd_decode_pods_scale_down_under_load() -> None:
+    fleet = FleetSimulation(FakeTruth(), disaggregated(2, 3), workload(12), seed=18)
+    fleet.advance(200)
+    fleet.apply(SetReplicas(Role.DECODE, 1))
+    fleet.advance(300)
+    assert sum(1 for p in fleet.live_pods() if p.role is Role.DECODE) == 1
+    assert _conserved(fleet)
+
+
 def test_scaling_up_waits_for_startup_and_down_drains() -> None:
     fleet = FleetSimulation(FakeTruth(), unified(2), workload(8), seed=13, startup_s=100)
     fleet.apply(SetReplicas(Role.UNIFIED, 4))

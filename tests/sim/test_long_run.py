@@ -6,6 +6,7 @@ The wall time is reported (`record_property` and stdout), not asserted: this is 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -20,7 +21,7 @@ from frontier_operator.sim.traffic import TrafficKind, TrafficPattern
 SIX_HOURS = 6 * 3600.0
 
 
-def test_six_simulated_hours_of_four_replicas(record_property: pytest.RecordProperty) -> None:
+def test_six_simulated_hours_of_four_replicas(record_property: Callable[[str, object], None]) -> None:
     arch = find_model("Qwen3-32B")
     assert arch is not None
     worker = WorkerConfig(

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sim.twin_fakes import FakeTruth, disaggregated, unified, workload
 
 from frontier_operator.perf.types import Role
 from frontier_operator.sim.fleet import FleetSimulation
 from frontier_operator.sim.observe import observe, observe_window, percentile, weighted_percentiles
 from frontier_operator.sim.records import itl_bin
 from frontier_operator.tuning.observation import Variant
+from sim.twin_fakes import FakeTruth, disaggregated, unified, workload
 
 
 @given(st.lists(st.floats(min_value=0, max_value=1e4, allow_nan=False), min_size=1, max_size=60))
@@ -73,6 +73,8 @@ def test_window_rates_count_what_finished_in_the_window() -> None:
     fleet.advance(1000)
     group = observe_window(fleet, 400, 1000).group(Role.UNIFIED)
     assert group is not None
+    assert fleet.observe_window(400, 1000) == observe_window(fleet, 400, 1000)
+    assert fleet.observe(600) == observe_window(fleet, 400, 1000)
     finished = fleet.ledger.group((Role.UNIFIED, Variant.STABLE)).completions.window(400, 1000)
     assert group.samples == len(finished)
     assert group.request_rate_per_s == pytest.approx(len(finished) / 600)

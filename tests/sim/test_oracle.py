@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
-from sim.twin_fakes import FakeTruth, LinearTiming, capacity_rate, disaggregated, unified, workload
 
 from frontier_operator.perf.types import Role
 from frontier_operator.planner.types import SloBound, SloMetric
 from frontier_operator.sim.changes import with_replicas
 from frontier_operator.sim.oracle import check_config, cost_per_mtok, find_oracle, replica_capacity
+from sim.twin_fakes import FakeTruth, LinearTiming, capacity_rate, disaggregated, unified, workload
 
 SLOS = (SloBound(SloMetric.TPOT, 50, 0.020), SloBound(SloMetric.TTFT, 99, 1.0))
-FAST = dict(warmup_s=120.0, measure_s=600.0, window_s=300.0)
+
+
+class _Durations(TypedDict):
+    warmup_s: float
+    measure_s: float
+    window_s: float
+
+
+FAST: _Durations = {"warmup_s": 120.0, "measure_s": 600.0, "window_s": 300.0}
 
 
 def test_cost_per_mtok_is_the_planners_definition() -> None:

@@ -53,6 +53,8 @@ def test_capture_sizes_follow_sglang() -> None:
     assert capture_sizes(100)[-1] == 100 and 96 in capture_sizes(100)
     assert padded_batch(9, sizes) == 12 and padded_batch(12, sizes) == 12 and padded_batch(13, sizes) == 16
     assert padded_batch(600, sizes) is None
+    speculative = capture_sizes(48, speculative=True)
+    assert speculative[:10] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12) and speculative[-1] == 48
 
 
 def test_graph_max_batch_is_capped_by_the_batch_cap() -> None:

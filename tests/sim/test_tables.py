@@ -75,3 +75,14 @@ def test_a_fleet_runs_on_a_measured_table() -> None:
     # About 0.3 × 1024 × 0.012 s ≈ 4 requests in flight per replica: the table's TPOT there is 10–12 ms.
     assert 0.009 < group.tpot.p50 < 0.014
     assert group.kv_usage is None  # a table does not know the KV pool
+
+
+def test_a_workload_is_matched_to_the_nearest_measured_lengths() -> None:
+    table = preset_table("deepseek-r1-h200")
+    wanted = Workload(1.0, LengthDistribution(6000, 0.5, 30000), LengthDistribution(800, 0.5, 4000), 0.5)
+    matched, lengths = table.matched_workload(wanted)
+    assert lengths.measured == (8192, 1024) and not lengths.exact
+    # InferenceX drew lengths uniformly on [0.8, 1] × nominal: mean 0.9 × nominal.
+    assert matched.input_tokens.mean == pytest.approx(0.9 * 8192)
+    assert matched.output_tokens.max == 1024
+    assert (matched.request_rate_per_s, matched.prefix_cache_hit_rate) == (1.0, 0.5)

@@ -2,7 +2,7 @@
 
 **Labels.** The engines' PodMonitor must copy four pod labels onto every scraped series under the names
 in `PROMETHEUS_LABELS` (`frontier_target`, `frontier_role`, `frontier_variant`, `frontier_revision`);
-the Prometheus Operator adds `namespace` itself. `pod_monitor_relabelings()` gives the exact relabelings.
+the Prometheus Operator adds `namespace` itself. `render.monitoring.relabelings()` writes them.
 
 **Names.** SGLang exports `sglang:<name>`; a prometheus_client ≥ 0.23 behind a Prometheus that negotiates
 OpenMetrics escapes the colon and Prometheus stores `sglang_<name>` (test-infrastructure.md §3.4). Every
@@ -33,40 +33,49 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from frontier_operator.perf.types import Percentiles, Role
+from frontier_operator.render.monitoring import PROMETHEUS_LABELS
+from frontier_operator.render.pods import LABEL_REVISION, LABEL_ROLE, LABEL_TARGET, LABEL_VARIANT
 from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
 
 log = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------------------------------------ labels
 
-TARGET_LABEL = "frontier_target"
-ROLE_LABEL = "frontier_role"
-VARIANT_LABEL = "frontier_variant"
-REVISION_LABEL = "frontier_revision"
-NAMESPACE_LABEL = "namespace"
-# Pod label → the Prometheus label the PodMonitor must write it to.
-PROMETHEUS_LABELS: Mapping[str, str] = {
-    "frontier.dev/target": TARGET_LABEL,
-    "frontier.dev/role": ROLE_LABEL,
-    "frontier.dev/variant": VARIANT_LABEL,
-    "frontier.dev/revision": REVISION_LABEL,
-}
+
+@dataclass(frozen=True)
+class LabelScheme:
+    """The Prometheus label names the four pod labels arrive under."""
+
+    target: str
+    role: str
+    variant: str
+    revision: str
+    namespace: str = "namespace"
+
+    def group_by(self) -> str:
+        return f"{self.role}, {self.variant}"
+
+
+# What the PodMonitor's relabelings (render/monitoring.py) write: the names the queries expect.
+RELABELED = LabelScheme(
+    PROMETHEUS_LABELS[LABEL_TARGET],
+    PROMETHEUS_LABELS[LABEL_ROLE],
+    PROMETHEUS_LABELS[LABEL_VARIANT],
+    PROMETHEUS_LABELS[LABEL_REVISION],
+)
+# What a PodMonitor with `podTargetLabels` writes instead (Prometheus Operator sanitises "." and "/" to "_").
+POD_TARGET_LABELS = LabelScheme(
+    "frontier_dev_target", "frontier_dev_role", "frontier_dev_variant", "frontier_dev_revision"
+)
+TARGET_LABEL, ROLE_LABEL, VARIANT_LABEL, REVISION_LABEL = (
+    RELABELED.target,
+    RELABELED.role,
+    RELABELED.variant,
+    RELABELED.revision,
+)
+NAMESPACE_LABEL = RELABELED.namespace
 # The tag each statistic carries in a joined query's answer.
 STAT_LABEL = "frontier_stat"
-GROUP_BY = f"{ROLE_LABEL}, {VARIANT_LABEL}"
-
-
-def _meta_label(pod_label: str) -> str:
-    # Prometheus' Kubernetes discovery turns every non-alphanumeric character of a label name into "_".
-    return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in pod_label)
-
-
-def pod_monitor_relabelings() -> list[dict[str, Any]]:
-    """`spec.podMetricsEndpoints[].relabelings` that give every series the labels the queries group by."""
-    return [
-        {"action": "replace", "sourceLabels": [_meta_label(pod_label)], "targetLabel": target}
-        for pod_label, target in PROMETHEUS_LABELS.items()
-    ]
 
 
 # ----------------------------------------------------------------------------------------------- queries
@@ -91,6 +100,7 @@ class FleetSelector:
     namespace: str
     target: str
     revisions: tuple[str, ...] = ()
+    labels: LabelScheme = RELABELED
 
 
 def _quote(value: str) -> str:
@@ -99,13 +109,14 @@ def _quote(value: str) -> str:
 
 def series(selector: FleetSelector, metric: str, extra: str = "") -> str:
     """A vector selector for SGLang metric `metric` (name without prefix) on the selected pods, either spelling."""
+    names = selector.labels
     matchers = [
         f"__name__=~{_quote('sglang[:_]' + metric)}",
-        f"{TARGET_LABEL}={_quote(selector.target)}",
-        f"{NAMESPACE_LABEL}={_quote(selector.namespace)}",
+        f"{names.target}={_quote(selector.target)}",
+        f"{names.namespace}={_quote(selector.namespace)}",
     ]
     if selector.revisions:
-        matchers.append(f"{REVISION_LABEL}=~{_quote('|'.join(selector.revisions))}")
+        matchers.append(f"{names.revision}=~{_quote('|'.join(selector.revisions))}")
     if extra:
         matchers.append(extra)
     return "{" + ", ".join(matchers) + "}"
@@ -114,19 +125,21 @@ def series(selector: FleetSelector, metric: str, extra: str = "") -> str:
 def statistics(selector: FleetSelector, window_s: float) -> dict[str, str]:
     """Every statistic's PromQL, grouped by role and variant. Keys name `GroupObservation` fields."""
     w = f"[{max(1, round(window_s))}s]"
+    group_by = selector.labels.group_by()
 
     def rate_sum(metric: str, extra: str = "") -> str:
-        return f"sum by ({GROUP_BY}) (rate({series(selector, metric, extra)}{w}))"
+        return f"sum by ({group_by}) (rate({series(selector, metric, extra)}{w}))"
 
     def gauge(metric: str, how: str) -> str:
-        return f"{how} by ({GROUP_BY}) (avg_over_time({series(selector, metric)}{w}))"
+        return f"{how} by ({group_by}) (avg_over_time({series(selector, metric)}{w}))"
 
     stats: dict[str, str] = {}
     for field, histogram in HISTOGRAMS.items():
-        buckets = f"sum by (le, {GROUP_BY}) (rate({series(selector, histogram + '_bucket')}{w}))"
+        buckets = f"sum by (le, {group_by}) (rate({series(selector, histogram + '_bucket')}{w}))"
         for p in PERCENTILES:
             stats[f"{field}_p{p}"] = f"histogram_quantile({p / 100}, {buckets})"
-    stats["samples"] = f"sum by ({GROUP_BY}) (increase({series(selector, 'e2e_request_latency_seconds_count')}{w}))"
+    completed = series(selector, "e2e_request_latency_seconds_count")
+    stats["samples"] = f"sum by ({group_by}) (increase({completed}{w}))"
     stats["request_rate_per_s"] = rate_sum("num_requests_total")
     stats["input_tokens_per_s"] = rate_sum("prompt_tokens_total")
     stats["output_tokens_per_s"] = rate_sum("generation_tokens_total")
@@ -140,7 +153,7 @@ def statistics(selector: FleetSelector, window_s: float) -> dict[str, str]:
     stats["cache_hit_rate"] = f"({hits} / {everything}) or {gauge('cache_hit_rate', 'avg')}"
     # SGLang reports 0 when speculative decoding is off: that is "no speculation", not an accept length.
     stats["spec_accept_length"] = (
-        f"avg by ({GROUP_BY}) (avg_over_time({series(selector, 'spec_accept_length')}{w}) > 0)"
+        f"avg by ({group_by}) (avg_over_time({series(selector, 'spec_accept_length')}{w}) > 0)"
     )
     return stats
 
@@ -174,7 +187,7 @@ def _number(text: Any) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
-def parse_vector(result: Any) -> dict[tuple[Role, Variant], dict[str, float | None]]:
+def parse_vector(result: Any, names: LabelScheme = RELABELED) -> dict[tuple[Role, Variant], dict[str, float | None]]:
     """`custom_query`'s result → {(role, variant): {statistic: value}}; series of other roles are ignored."""
     if not isinstance(result, list):
         raise UnreadableAnswerError(f"expected a list of samples, got {type(result).__name__}")
@@ -187,7 +200,7 @@ def parse_vector(result: Any) -> dict[tuple[Role, Variant], dict[str, float | No
         labels, pair = sample.get("metric"), sample.get("value")
         if not isinstance(labels, dict) or not isinstance(pair, list) or len(pair) != 2:
             raise UnreadableAnswerError("a sample lacks its labels or its [time, value] pair")
-        role, variant, stat = labels.get(ROLE_LABEL), labels.get(VARIANT_LABEL), labels.get(STAT_LABEL)
+        role, variant, stat = labels.get(names.role), labels.get(names.variant), labels.get(STAT_LABEL)
         if role not in roles or variant not in variants or not isinstance(stat, str):
             continue
         values.setdefault((roles[role], variants[variant]), {})[stat] = _number(pair[1])
@@ -222,10 +235,12 @@ def _group(role: Role, variant: Variant, stats: Mapping[str, float | None]) -> G
     )
 
 
-def build_observation(answers: Sequence[Any], window_start: float, window_end: float) -> Observation:
+def build_observation(
+    answers: Sequence[Any], window_start: float, window_end: float, names: LabelScheme = RELABELED
+) -> Observation:
     merged: dict[tuple[Role, Variant], dict[str, float | None]] = {}
     for answer in answers:
-        for key, stats in parse_vector(answer).items():
+        for key, stats in parse_vector(answer, names).items():
             merged.setdefault(key, {}).update(stats)
     groups = tuple(_group(role, variant, merged[(role, variant)]) for role, variant in sorted(merged))
     return Observation(window_start=window_start, window_end=window_end, groups=groups)
@@ -273,7 +288,7 @@ def query_fleet(
     try:
         query = _client(url, timeout_s, headers)
         answers = [query(promql, end) for promql in joined_queries(selector, window_s)]
-        return ObservationResult(build_observation(answers, end - window_s, end))
+        return ObservationResult(build_observation(answers, end - window_s, end, selector.labels))
     except requests.RequestException as error:
         reason = f"Prometheus at {url} is unreachable: {type(error).__name__}"
     except PrometheusApiClientException as error:

@@ -25,7 +25,27 @@ from frontier_operator.render.pods import (
 from frontier_operator.render.workloads import metadata
 
 SCRAPE_INTERVAL = "15s"
-TARGET_LABELS = [LABEL_TARGET, LABEL_ROLE, LABEL_REVISION, LABEL_VARIANT]
+# Pod label → the Prometheus label every scraped series carries. The tuning loop's PromQL
+# (adapters/prometheus.py), the alert rules and the dashboard group by these names.
+PROMETHEUS_LABELS = {
+    LABEL_TARGET: "frontier_target",
+    LABEL_ROLE: "frontier_role",
+    LABEL_VARIANT: "frontier_variant",
+    LABEL_REVISION: "frontier_revision",
+}
+
+
+def _meta_label(pod_label: str) -> str:
+    # Prometheus' Kubernetes discovery turns every non-alphanumeric character of a label name into "_".
+    return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in pod_label)
+
+
+def relabelings() -> list[dict[str, Any]]:
+    """`podMetricsEndpoints[].relabelings` writing each pod label under its `PROMETHEUS_LABELS` name."""
+    return [
+        {"action": "replace", "sourceLabels": [_meta_label(pod_label)], "targetLabel": target}
+        for pod_label, target in PROMETHEUS_LABELS.items()
+    ]
 
 
 def _pod_monitor(
@@ -44,8 +64,9 @@ def _pod_monitor(
         "spec": {
             "selector": {"matchLabels": selector},
             "namespaceSelector": {"matchNames": [layout.namespace]},
-            "podTargetLabels": list(TARGET_LABELS),
-            "podMetricsEndpoints": [{"port": port, "path": "/metrics", "interval": SCRAPE_INTERVAL}],
+            "podMetricsEndpoints": [
+                {"port": port, "path": "/metrics", "interval": SCRAPE_INTERVAL, "relabelings": relabelings()}
+            ],
         },
     }
 

@@ -299,3 +299,8 @@ def answer_benchmark(
         with path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(result) + "\n")
     return result
+
+
+def benchmark_gpu_minutes(result: dict[str, Any], config: ServingConfig) -> float:
+    """GPU-minutes a benchmark run held its deployment for (the sweep budget's unit)."""
+    return float(result["duration"]) * config.total_gpus / 60.0

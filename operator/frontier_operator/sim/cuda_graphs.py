@@ -5,10 +5,11 @@ the graph captured for 16, so the GEMMs pay for 16 rows; a batch beyond the larg
 without graphs, and pays the kernel launches. Step time is therefore a step function of the batch: one of the
 sources of the jagged frontier that a smooth performance model does not see.
 
-Capture list and default maximum (sglang-0.5.23.md §3.2, `memory_hook.handle_gpu_memory_settings`):
-1, 2, 4, 8, 12, then steps of 8 to 256, steps of 16 to 512, steps of 32 above; the maximum follows the GPU
-memory tier and TP and is capped by `--max-running-requests` (per attention-DP rank). Speculative decoding
-captures a denser list at small sizes; the twin uses the plain list for it too (a documented simplification).
+Capture lists as SGLang 0.5.23 generates them (`sglang/srt/arg_groups/cuda_graph_hook.py`,
+`generate_decode_cuda_graph_batch_sizes`; sglang-0.5.23.md §3.2): 1, 2, 4, 8, 12, steps of 8 to 256, of 16
+below 512, of 32 from 512; with speculative decoding denser at small sizes (1–8, steps of 2 to 32, of 4 to 64,
+of 8 to 256, of 16 above); always ending at the maximum. The maximum follows the GPU memory tier and TP and is
+capped by `--max-running-requests` (per attention-DP rank).
 """
 
 from __future__ import annotations
@@ -21,18 +22,18 @@ from frontier_operator.catalog.types import GpuSpec
 from frontier_operator.perf.memory import default_cuda_graph_max_bs
 from frontier_operator.perf.types import WorkerConfig
 
-_SMALL_SIZES = (1, 2, 4, 8, 12)
-
 
 @cache
-def capture_sizes(max_bs: int) -> tuple[int, ...]:
+def capture_sizes(max_bs: int, speculative: bool = False) -> tuple[int, ...]:
     """The decode batch sizes SGLang captures graphs for, up to and including `max_bs`."""
     if max_bs < 1:
         return ()
-    sizes = [*_SMALL_SIZES, *range(16, 257, 8), *range(272, 513, 16), *range(544, max(max_bs, 544) + 1, 32)]
+    if speculative:
+        sizes = [*range(1, 9), *range(10, 33, 2), *range(40, 65, 4), *range(72, 257, 8), *range(272, max_bs + 1, 16)]
+    else:
+        sizes = [1, 2, 4, 8, 12, *range(16, 257, 8), *range(272, 512, 16), *range(512, max_bs + 1, 32)]
     kept = [size for size in sizes if size <= max_bs]
-    if not kept or kept[-1] != max_bs:
-        # The captured list always ends at the maximum, so a batch at the cap never runs eagerly.
+    if max_bs not in kept:
         kept.append(max_bs)
     return tuple(kept)
 

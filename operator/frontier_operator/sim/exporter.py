@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from frontier_operator.perf.types import Role
 from frontier_operator.sim.changes import ConfigChange
 from frontier_operator.sim.fleet import FleetSimulation, Pod
 from frontier_operator.sim.metrics import (
@@ -180,7 +181,7 @@ def _pod_families(page: _Page, fleet: FleetSimulation, pod: Pod, extra: Mapping[
     if engine.timing.speculative:
         accept = engine.last_accept if engine.last_accept is not None else engine.timing.accept_length
         page.add(SPEC_ACCEPT_LENGTH, _value(SPEC_ACCEPT_LENGTH, labels(SPEC_ACCEPT_LENGTH), accept))
-    if pod.revision.config.disaggregated and pod.role.value == "prefill":
+    if pod.revision.disaggregated and pod.role is Role.PREFILL:
         page.add(
             KV_TRANSFER_LATENCY, _histogram(KV_TRANSFER_LATENCY, labels(KV_TRANSFER_LATENCY), series.kv_transfer_ms)
         )
@@ -206,7 +207,8 @@ def scrape_targets(fleet: FleetSimulation, address: str) -> list[dict[str, Any]]
     return [
         {
             "targets": [address],
-            "labels": {"__metrics_path__": f"/pods/{pod.name}/metrics", **pod_labels(fleet, pod)},
+            # One instance per pod, as pod IPs make them in a cluster.
+            "labels": {"__metrics_path__": f"/pods/{pod.name}/metrics", "instance": pod.name, **pod_labels(fleet, pod)},
         }
         for pod in fleet.live_pods()
     ]

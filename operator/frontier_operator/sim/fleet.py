@@ -47,10 +47,11 @@ from frontier_operator.sim.changes import (
 )
 from frontier_operator.sim.engine import Engine, SimRequest, _lognormal
 from frontier_operator.sim.metrics import PodSeries
+from frontier_operator.sim.observe import observe_window
 from frontier_operator.sim.records import ITL_TIME_BIN_S, Completion, GaugeSample, GroupLedger, Ledger
 from frontier_operator.sim.timing import PrefillMode, ReplicaTiming, Truth, Unavailable
 from frontier_operator.sim.traffic import OpenLoopSource, RequestSource, TrafficPattern
-from frontier_operator.tuning.observation import Variant
+from frontier_operator.tuning.observation import Observation, Variant
 
 # Time from pod creation to serving. No single documented figure: the RBG example's liveness initialDelay is
 # 300 s and large models load for longer (sglang-0.5.23.md §8.5); 300 s is the default, callers may change it.
@@ -374,13 +375,12 @@ class FleetSimulation:
         if pod.state is not PodState.DRAINING or pod.engine.busy:
             return
         revision = pod.revision
-        if pod.role is Role.DECODE and revision.disaggregated:
-            # A decode pod must stay while its revision's prefill pods may still hand requests over.
-            if revision.handoffs or any(p.engine.busy for p in revision.pods_of(Role.PREFILL)):
-                return
-            others = revision.pods_of(Role.DECODE, PodState.READY)
-            if not others and revision.in_flight > 0:
-                return
+        last_decode = (
+            pod.role is Role.DECODE and revision.disaggregated and not revision.pods_of(Role.DECODE, PodState.READY)
+        )
+        # The last decode pods of a revision stay while its prefill pods may still hand requests over.
+        if last_decode and (revision.handoffs or revision.in_flight > 0):
+            return
         pod.state = PodState.GONE
         pod.gone_at = self.now
         revision.changed()
@@ -472,6 +472,10 @@ class FleetSimulation:
             live = canary.pods_of(deployment.role, PodState.STARTING, PodState.READY)
             for _ in range(deployment.replicas - len(live)):
                 self._new_pod(canary, deployment.role, ready=False)
+            for pod in sorted(live, key=lambda p: (p.state is not PodState.STARTING, p.engine.in_flight))[
+                : max(0, len(live) - deployment.replicas)
+            ]:
+                self._drain(pod)
         canary.config = target
         if not any(p.state is PodState.STARTING for p in canary.pods):
             for revision in old_stable:
@@ -685,6 +689,13 @@ class FleetSimulation:
             )
 
     # ------------------------------------------------------------------------------------------ queries
+
+    def observe(self, window_s: float) -> Observation:
+        """The last `window_s` simulated seconds as the tuning layer's `Observation` (see `sim.observe`)."""
+        return observe_window(self, max(0.0, self.now - window_s), self.now)
+
+    def observe_window(self, start: float, end: float) -> Observation:
+        return observe_window(self, start, end)
 
     def live_pods(self) -> list[Pod]:
         return [p for p in self.pods if p.alive]

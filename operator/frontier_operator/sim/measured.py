@@ -32,12 +32,12 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.silicon import SiliconCase, parse_row, read_rows
-from frontier_operator.perf.types import Role, ServingConfig, WorkerConfig, Workload
+from frontier_operator.perf.types import LengthDistribution, Role, ServingConfig, WorkerConfig, Workload
 from frontier_operator.planner.formats import canonical_format_name
 from frontier_operator.sim.timing import PrefillMode, Unavailable
 
@@ -154,6 +154,8 @@ class MeasuredCurve:
     mean_input: float
     mean_output: float
     points: tuple[MeasuredPoint, ...]
+    # Spread of the benchmark's lengths (InferenceX drew them on [0.8, 1] × nominal; see perf.silicon).
+    length_cv: float = 0.0
 
     @property
     def concurrencies(self) -> tuple[float, ...]:
@@ -252,7 +254,7 @@ class MeasuredTable:
         grouped: dict[TableConfig, dict[tuple[int, int], dict[float, list[tuple[float, float]]]]] = defaultdict(
             lambda: defaultdict(lambda: defaultdict(list))
         )
-        means: dict[tuple[TableConfig, tuple[int, int]], tuple[float, float]] = {}
+        means: dict[tuple[TableConfig, tuple[int, int]], tuple[float, float, float]] = {}
         examples: dict[TableConfig, ServingConfig] = {}
         skipped = 0
         for row in rows:
@@ -269,7 +271,11 @@ class MeasuredTable:
             key = table_config_of_case(case)
             lengths = (int(case.workload.input_tokens.max or 0), int(case.workload.output_tokens.max or 0))
             grouped[key][lengths][case.concurrency].append((case.measured_ttft_ms / 1e3, case.measured_tpot_ms / 1e3))
-            means[(key, lengths)] = (case.workload.input_tokens.mean, case.workload.output_tokens.mean)
+            means[(key, lengths)] = (
+                case.workload.input_tokens.mean,
+                case.workload.output_tokens.mean,
+                case.workload.input_tokens.cv,
+            )
             examples.setdefault(key, case.config)
         curves: dict[TableConfig, dict[tuple[int, int], MeasuredCurve]] = {}
         for key, by_lengths in grouped.items():
@@ -279,8 +285,8 @@ class MeasuredTable:
                 for concurrency in sorted(by_concurrency):
                     ttft, tpot, spread = _merge(by_concurrency[concurrency])
                     points.append(MeasuredPoint(concurrency, ttft, tpot, len(by_concurrency[concurrency]), spread))
-                mean_in, mean_out = means[(key, lengths)]
-                curves[key][lengths] = MeasuredCurve(lengths[0], lengths[1], mean_in, mean_out, tuple(points))
+                mean_in, mean_out, cv = means[(key, lengths)]
+                curves[key][lengths] = MeasuredCurve(lengths[0], lengths[1], mean_in, mean_out, tuple(points), cv)
         return MeasuredTable(curves=curves, examples=examples, source=source, skipped_rows=skipped)
 
     @staticmethod
@@ -324,6 +330,21 @@ class MeasuredTable:
             key=lambda c: (_length_distance(requested, (c.mean_input, c.mean_output)), c.isl, c.osl),
         )
         return best, LengthMatch(requested=requested, measured=(best.isl, best.osl))
+
+    def matched_workload(self, workload: Workload) -> tuple[Workload, LengthMatch]:
+        """`workload` with its lengths replaced by the measured (input, output) pair nearest to them over the
+        whole table (a simulation on a measured truth should run the traffic the table was measured with)."""
+        requested = (workload.input_tokens.mean, workload.output_tokens.mean)
+        best = min(
+            (curve for by_lengths in self.curves.values() for curve in by_lengths.values()),
+            key=lambda c: (_length_distance(requested, (c.mean_input, c.mean_output)), c.isl, c.osl),
+        )
+        matched = replace(
+            workload,
+            input_tokens=LengthDistribution(best.mean_input, best.length_cv, best.isl),
+            output_tokens=LengthDistribution(best.mean_output, best.length_cv, best.osl),
+        )
+        return matched, LengthMatch(requested=requested, measured=(best.isl, best.osl))
 
     def answers(self, config: ServingConfig) -> bool:
         try:

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from frontier_operator.perf.types import Percentiles
-from frontier_operator.sim.fleet import FleetSimulation
 from frontier_operator.sim.records import GroupLedger, itl_value
 from frontier_operator.tuning.observation import GroupObservation, Observation
+
+if TYPE_CHECKING:  # the fleet calls into this module; only its type is needed here
+    from frontier_operator.sim.fleet import FleetSimulation
 
 PERCENTILES = (50, 90, 95, 99)
 

@@ -377,5 +377,5 @@ class PerturbedModelTruth:
             overhead_s=coefficients.ttft_overhead_ms * 1e-3,
             transfer_per_token_s=per_token_s,
             transfer_fixed_s=fixed_s,
-            sizes=capture_sizes(graph_max_batch(gpu, worker)),
+            sizes=capture_sizes(graph_max_batch(gpu, worker), speculative=spec is not None),
         )

@@ -260,3 +260,26 @@ class ClosedLoopSource:
     @property
     def done(self) -> bool:
         return self._remaining <= 0 and self._in_flight <= 0
+
+
+def traffic_pattern(name: str, *, duration_s: float | None = None) -> TrafficPattern:
+    """The `--traffic` patterns of `frontier simulate`, fitted to a run of `duration_s` when given: diurnal
+    makes one full cycle over the run, step raises the rate by half over its middle third."""
+    kind = TrafficKind(name)
+    if kind is TrafficKind.DIURNAL and duration_s:
+        return TrafficPattern(kind, period_s=duration_s)
+    if kind is TrafficKind.STEP and duration_s:
+        return TrafficPattern(kind, step_at_s=duration_s / 3, step_factor=1.5, step_until_s=2 * duration_s / 3)
+    return TrafficPattern(kind)
+
+
+def source_from_spec(spec: str, workload: Workload, *, seed: int = 0, duration_s: float | None = None) -> RequestSource:
+    """A request source from a `--traffic` value: a pattern name, or the path of a trace CSV."""
+    if spec.lower().endswith(".csv"):
+        return TraceSource.from_csv(Path(spec))
+    try:
+        pattern = traffic_pattern(spec, duration_s=duration_s)
+    except ValueError as error:
+        known = ", ".join(k.value for k in TrafficKind)
+        raise ValueError(f"unknown traffic {spec!r}: use {known} or a trace .csv") from error
+    return OpenLoopSource(workload, pattern, seed=seed)

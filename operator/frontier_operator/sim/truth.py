@@ -11,12 +11,42 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from frontier_operator.catalog.types import ModelArch
+from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.sim.measured import ConcurrencyAnswer, LengthMatch, MeasuredTable, MeasuredTruth, TableConfig
 from frontier_operator.sim.oracle import OracleCheck, OracleResult, check_config, find_oracle
 from frontier_operator.sim.perturbed import Cliff, HiddenFactors, Perturbation, PerturbedModelTruth
+from frontier_operator.sim.tables import PRESET_CUTS, preset_truth
 from frontier_operator.sim.timing import PrefillMode, ReplicaTiming, Truth, Unavailable
 
 oracle = find_oracle
+
+MODEL_TRUTHS = ("model", "model-perturbed", "model-exact")
+
+
+def load_truth(
+    spec: str,
+    arch: ModelArch,
+    *,
+    seed: int = 0,
+    model: PerformanceModel | None = None,
+    backend: str = "sglang",
+) -> Truth:
+    """A truth from a `--truth` value: `model` (perturbed, seeded), `model-exact` (the model with only CUDA-graph
+    padding), a table preset (`sim.tables.PRESET_CUTS`), or the path of a CSV in the silicon schema."""
+    if spec in MODEL_TRUTHS:
+        perturbation = Perturbation.none(seed) if spec == "model-exact" else Perturbation(seed=seed)
+        return PerturbedModelTruth(model or PerformanceModel.default(), arch, perturbation)
+    if spec in PRESET_CUTS:
+        return preset_truth(spec)
+    path = Path(spec)
+    if not path.exists():
+        presets = ", ".join(sorted(PRESET_CUTS))
+        raise ValueError(f"--truth {spec!r} is neither {', '.join(MODEL_TRUTHS)}, a preset ({presets}) nor a CSV file")
+    return MeasuredTruth(MeasuredTable.from_csv(path, backend=backend))
+
 
 __all__ = [
     "Cliff",
@@ -36,5 +66,6 @@ __all__ = [
     "Unavailable",
     "check_config",
     "find_oracle",
+    "load_truth",
     "oracle",
 ]
