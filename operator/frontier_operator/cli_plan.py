@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from frontier_operator.api import SpecInvalid, load_target_file
+from frontier_operator.catalog.hf_config import HfConfigError
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.planner.from_spec import SpecResolutionError, plan_request_from_spec
 from frontier_operator.planner.plan import make_plan
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         for error in invalid.errors:
             print(f"  {error}", file=sys.stderr)
         return EXIT_INVALID
-    except SpecResolutionError as unresolved:
+    except (SpecResolutionError, HfConfigError) as unresolved:
         print(f"{args.file}: invalid\n  {unresolved}", file=sys.stderr)
         return EXIT_INVALID
     result = make_plan(request, PerformanceModel.default())

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from frontier_operator.api import FrontierTarget, SpecInvalid, load_target_file
+from frontier_operator.api.errors import FieldError
+from frontier_operator.catalog.hf_config import HfConfigError
 from frontier_operator.perf.codec import ConfigDecodeError, config_from_dict
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.types import ServingConfig
-from frontier_operator.planner.from_spec import plan_request_from_spec
+from frontier_operator.planner.from_spec import SpecResolutionError, plan_request_from_spec
 from frontier_operator.planner.plan import make_plan
 from frontier_operator.planner.types import Plan
 from frontier_operator.render import RenderError, RenderErrorReason, RenderRequest, Variant, owner_of, render_fleet
@@ -63,8 +65,11 @@ def _planned(target: FrontierTarget) -> tuple[ServingConfig, str]:
     inline = source.inline if source is not None else None
     try:
         request = plan_request_from_spec(target.spec, model_config=inline)
-    except ValueError as unresolved:  # names the catalog cannot resolve, a ConfigMap the CLI cannot read
-        raise _Infeasible(str(unresolved)) from None
+    except SpecResolutionError as unresolved:  # names the catalog cannot resolve, a ConfigMap the CLI cannot read
+        raise SpecInvalid([FieldError(unresolved.path, str(unresolved), "fix the name or give config.json")]) from None
+    except HfConfigError as bad:
+        path = f"spec.model.config.inline.{bad.field}"
+        raise SpecInvalid([FieldError(path, bad.message, bad.hint or "fix config.json")]) from None
     outcome = make_plan(request, PerformanceModel.default())
     if not isinstance(outcome, Plan):
         raise _Infeasible(outcome.summary)

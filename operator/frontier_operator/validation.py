@@ -10,6 +10,7 @@ from frontier_operator.api import FrontierTarget, SpecInvalid
 from frontier_operator.api.errors import FieldError
 from frontier_operator.api.spec import FrontierTargetSpec
 from frontier_operator.catalog.gpus import find_gpu, gpu_names
+from frontier_operator.catalog.hf_config import HfConfigError, model_from_hf_config
 from frontier_operator.catalog.models import find_model
 
 
@@ -23,6 +24,15 @@ def catalog_errors(spec: FrontierTargetSpec) -> list[FieldError]:
                 "use a catalog name (`frontier catalog` lists them) or give spec.model.config with its config.json",
             )
         )
+    inline = spec.model.config.inline if spec.model.config is not None else None
+    if inline is not None:
+        # The planner reads the architecture from it; a config.json it cannot read is the user's to fix.
+        try:
+            model_from_hf_config(inline, spec.model.name)
+        except HfConfigError as bad:
+            errors.append(
+                FieldError(f"spec.model.config.inline.{bad.field}", bad.message, bad.hint or "fix config.json")
+            )
     for index, pool in enumerate(spec.hardware.pools):
         gpu = find_gpu(pool.gpu)
         if gpu is None:

@@ -118,8 +118,11 @@ def test_counters_agree_with_the_simulation(fleet: FleetSimulation) -> None:
     samples = families["sglang:num_requests"].samples
     finished = sum(s.value for s in samples if s.labels["frontier_dev_role"] in ("unified", "decode"))
     assert finished == sum(p.series.requests for p in fleet.live_pods() if p.role is not Role.PREFILL)
-    groups = {(s.labels["frontier_dev_role"], s.labels["frontier_dev_variant"]) for s in samples}
+    groups = {(s.labels["frontier_role"], s.labels["frontier_variant"]) for s in samples}
     assert groups == {("unified", "stable"), ("prefill", "canary"), ("decode", "canary")}
+    # The rendered PodMonitor's relabelled names, and the podTargetLabels spelling, agree.
+    assert all(s.labels["frontier_dev_role"] == s.labels["frontier_role"] for s in samples)
+    assert {s.labels["frontier_target"] for s in samples} == {fleet.target}
     assert len({s.labels["pod"] for s in samples}) == len(fleet.live_pods())
 
 

@@ -55,6 +55,45 @@ def parse_target(document: Any) -> FrontierTarget:
         raise SpecInvalid(field_errors(exc)) from None
 
 
+# A FrontierTarget is a few hundred values; an inline config.json a few thousand. A document expanding
+# to more is an alias bomb (a few lines of anchors that unfold into billions of values).
+MAX_DOCUMENT_VALUES = 100_000
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: str, first_line: int, second_line: int) -> None:
+        self.key, self.first_line, self.second_line = key, first_line, second_line
+        super().__init__(f"duplicate key {key!r}")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys; kubectl's parser refuses them, and so do we: with
+    `p50` written twice, which bound did the user mean?"""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    raise _DuplicateKey(key_node.value, seen[key_node.value], line)
+                seen[key_node.value] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(document: Any, limit: int) -> int:
+    """Values in the document as JSON would spell it (aliases counted at every use), up to `limit`."""
+    count, stack = 0, [document]
+    while stack and count <= limit:
+        value = stack.pop()
+        count += 1
+        if isinstance(value, dict):
+            stack += [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            stack += value
+    return count
+
+
 def load_target_file(path: str | Path) -> FrontierTarget:
     """Read one FrontierTarget from a YAML file; every problem, YAML syntax included, is a SpecInvalid."""
     where = str(path)
@@ -63,14 +102,37 @@ def load_target_file(path: str | Path) -> FrontierTarget:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecInvalid([FieldError(where, f"cannot be read ({exc.__class__.__name__})", "check the path")]) from None
     try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        documents = [doc for doc in yaml.load_all(text, Loader=_StrictLoader) if doc is not None]
+    except _DuplicateKey as duplicate:
+        raise SpecInvalid(
+            [
+                FieldError(
+                    where,
+                    f"key {duplicate.key[:60]!r} appears twice"
+                    f" (lines {duplicate.first_line} and {duplicate.second_line})",
+                    "keep one of the two",
+                )
+            ]
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
         raise SpecInvalid([FieldError(where, f"is not valid YAML{line}", "fix the YAML syntax")]) from None
+    except RecursionError:
+        raise SpecInvalid([FieldError(where, "nests too deeply", "a FrontierTarget is a few levels deep")]) from None
     if len(documents) != 1:
         raise SpecInvalid(
             [FieldError(where, f"holds {len(documents)} documents", "put exactly one FrontierTarget in it")]
+        )
+    if _expanded_size(documents[0], MAX_DOCUMENT_VALUES) > MAX_DOCUMENT_VALUES:
+        raise SpecInvalid(
+            [
+                FieldError(
+                    where,
+                    f"expands to more than {MAX_DOCUMENT_VALUES:,} values",
+                    "write the target without YAML aliases that multiply",
+                )
+            ]
         )
     return parse_target(documents[0])
 

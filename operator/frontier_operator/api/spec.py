@@ -244,6 +244,16 @@ class WorkloadSpec(ApiModel):
     arrival: ArrivalPattern = ArrivalPattern.POISSON
     """Arrival process: poisson, or bursty (coefficient of variation 2). Default: poisson."""
 
+    @model_validator(mode="after")
+    def _some_traffic(self) -> WorkloadSpec:
+        # The fleet is sized for this rate; at zero every configuration carries nothing at no cost.
+        if self.request_rate <= 0:
+            raise _field_error(
+                f"requestRate {self.request_rate} is not above zero",
+                "write the peak rate the fleet must carry, e.g. 5/s",
+            )
+        return self
+
 
 # ------------------------------------------------------------------------------------------- hardware
 

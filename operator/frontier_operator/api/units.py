@@ -53,6 +53,11 @@ def _text_of(value: Any) -> str:
     return str(value).strip() if isinstance(value, str) else repr(value)
 
 
+def _clip(text: str, limit: int = 40) -> str:
+    """What a message quotes of the user's text: enough to find it, never a megabyte."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _suggest_compact(text: str, pattern: re.Pattern[str]) -> str | None:
     """`20 ms` → `20ms`: the commonest mistake is a space between number and unit."""
     compact = re.sub(r"\s+", "", text)
@@ -92,8 +97,8 @@ class _Quantity(float):
     def _reject_text(cls, value: Any, pattern: re.Pattern[str]) -> PydanticCustomError:
         text = _text_of(value)
         suggestion = _suggest_compact(text, pattern) if isinstance(value, str) else None
-        hint = f"write {suggestion}" if suggestion else f"write it like {cls.example}"
-        shown = f'"{text}"' if isinstance(value, str) else text
+        hint = f"write {_clip(suggestion)}" if suggestion else f"write it like {cls.example}"
+        shown = f'"{_clip(text)}"' if isinstance(value, str) else _clip(text)
         return _reject(f"{shown} is not {cls.kind}", hint)
 
     @classmethod
@@ -116,7 +121,16 @@ class _Quantity(float):
 def _finite_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the float range
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _too_large(text: str, kind: str) -> PydanticCustomError:
+    # The patterns admit any number of digits; past ~1e308 a float is infinite and no arithmetic holds.
+    return _reject(f'"{_clip(text)}" is too large to be {kind}', "write a realistic value")
 
 
 class Duration(_Quantity):
@@ -130,15 +144,17 @@ class Duration(_Quantity):
     def parse(cls, value: Any) -> Duration:
         text = _text_of(value)
         if _finite_number(value) is not None:
-            raise _reject(f"{text} has no unit", f"write {text}ms or {text}s")
+            raise _reject(f"{_clip(text)} has no unit", f"write {_clip(text)}ms or {_clip(text)}s")
         if not isinstance(value, str) or not _DURATION.match(text):
             raise cls._reject_text(value, _DURATION)
         seconds = sum(
             float(number) * _DURATION_UNITS[unit]
             for number, unit in re.findall(rf"({_NUMBER})(ns|us|µs|ms|s|m|h)", text)
         )
+        if not math.isfinite(seconds):
+            raise _too_large(text, cls.kind)
         if seconds <= 0:
-            raise _reject(f'"{text}" is not a positive duration', "write a duration above zero, e.g. 20ms")
+            raise _reject(f'"{_clip(text)}" is not a positive duration', "write a duration above zero, e.g. 20ms")
         return cls(seconds, text)
 
 
@@ -162,6 +178,8 @@ class Rate(_Quantity):
         if match is None:
             raise cls._reject_text(value, _RATE)
         per_second = float(match.group(1)) * _RATE_UNITS[match.group(2) or "s"]
+        if not math.isfinite(per_second):
+            raise _too_large(text, cls.kind)
         return cls(per_second, text)
 
 
@@ -178,13 +196,22 @@ class Price(_Quantity):
     @classmethod
     def parse(cls, value: Any) -> Price:
         number = _finite_number(value)
-        if number is not None and number >= 0:
-            return cls(number, str(value))
         text = _text_of(value)
-        match = _PRICE.match(text) if isinstance(value, str) else None
-        if match is None:
+        if number is None:
+            match = _PRICE.match(text) if isinstance(value, str) else None
+            if match is None:
+                raise cls._reject_text(value, _PRICE)
+            number = float(match.group(1))
+            if not math.isfinite(number):
+                raise _too_large(text, cls.kind)
+        elif number < 0:
             raise cls._reject_text(value, _PRICE)
-        return cls(float(match.group(1)), text)
+        if number == 0:
+            # Every cost ($/Mtok, the objective, the dashboards) is a multiple of the price.
+            raise _reject(
+                f"{_clip(text)} is not a price above zero", "for GPUs you own, write their amortised cost per hour"
+            )
+        return cls(number, text if isinstance(value, str) else str(value))
 
 
 class Fraction(_Quantity):
@@ -204,11 +231,11 @@ class Fraction(_Quantity):
         match = _PERCENT.match(text) if isinstance(value, str) else None
         if match is None:
             if _finite_number(value) is not None:
-                raise _reject(f"{text} has no unit", f'write it as a percentage, e.g. "{text}%"')
+                raise _reject(f"{_clip(text)} has no unit", f'write it as a percentage, e.g. "{_clip(text)}%"')
             raise cls._reject_text(value, _PERCENT)
         percent = float(match.group(1))
         if percent > 100:
-            raise _reject(f'"{text}" is above 100%', "write a percentage between 0% and 100%")
+            raise _reject(f'"{_clip(text)}" is above 100%', "write a percentage between 0% and 100%")
         return cls(percent / 100, text)
 
 
@@ -242,11 +269,14 @@ class TokenCount(int):
         match = _TOKENS.match(text) if isinstance(value, str) else None
         if match is None:
             suggestion = _suggest_compact(text, _TOKENS) if isinstance(value, str) else None
-            hint = f"write {suggestion}" if suggestion else f"write it like {cls.example}"
-            raise _reject(f'"{text}" is not {cls.kind}', hint)
-        tokens = round(float(match.group(1)) * _TOKEN_SUFFIXES[match.group(2) or ""])
+            hint = f"write {_clip(suggestion)}" if suggestion else f"write it like {cls.example}"
+            raise _reject(f'"{_clip(text)}" is not {cls.kind}', hint)
+        scaled = float(match.group(1)) * _TOKEN_SUFFIXES[match.group(2) or ""]
+        if not math.isfinite(scaled):
+            raise _too_large(text, cls.kind)
+        tokens = round(scaled)
         if tokens < 1:
-            raise _reject(f'"{text}" is not a positive token count', "write at least 1 token")
+            raise _reject(f'"{_clip(text)}" is not a positive token count', "write at least 1 token")
         return cls(tokens, text)
 
     @classmethod

@@ -134,11 +134,13 @@ class Engine:
 
     @property
     def running(self) -> int:
-        return len(self.decoding) + len(self.pending_first)
+        """SGLang's `num_running_reqs`: the decode batch, or the requests of the prefill batch being run."""
+        return len(self.decoding) + len(self.pending_first) + len(self._chunk)
 
     @property
     def queued(self) -> int:
-        return len(self.waiting) + len(self.prefilling)
+        """SGLang's `num_queue_reqs`: waiting, including admitted requests whose prefill has not run yet."""
+        return len(self.waiting) + len(self.prefilling) - len(self._chunk)
 
     @property
     def in_flight(self) -> int:

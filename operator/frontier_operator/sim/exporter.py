@@ -10,9 +10,10 @@ Endpoints (one HTTP server for the whole fleet, 127.0.0.1 and a free port by def
 
 * `GET /pods/<pod>/metrics`: one pod, exactly what SGLang serves; scrape it per pod.
 * `GET /sd`: Prometheus HTTP service discovery (`http_sd_configs`): one target per live pod with its
-  `__metrics_path__` and the labels a PodMonitor with `podTargetLabels` gives in Kubernetes (`namespace`,
-  `pod`, `frontier_dev_target`, `frontier_dev_role`, `frontier_dev_revision`, `frontier_dev_variant`), so
-  pods appear and disappear with rolling updates and canaries as they would in a cluster.
+  `__metrics_path__` and the labels the rendered PodMonitor gives in Kubernetes (`namespace`, `pod`,
+  `frontier_target`, `frontier_role`, `frontier_revision`, `frontier_variant`, and the same under their
+  `podTargetLabels` spelling `frontier_dev_*`), so pods appear and disappear with rolling updates and
+  canaries as they would in a cluster.
 * `GET /metrics`: every live pod in one page, each series with those labels added (for a single static
   target with `honor_labels: true`).
 
@@ -33,6 +34,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from frontier_operator.perf.types import Role
+from frontier_operator.render.monitoring import PROMETHEUS_LABELS
+from frontier_operator.render.pods import LABEL_REVISION, LABEL_ROLE, LABEL_TARGET, LABEL_VARIANT
 from frontier_operator.sim.changes import ConfigChange
 from frontier_operator.sim.fleet import FleetSimulation, Pod
 from frontier_operator.sim.metrics import (
@@ -62,11 +65,11 @@ from frontier_operator.sim.observe import observe
 from frontier_operator.tuning.observation import Observation
 
 CONTENT_TYPE_TEXT_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
-# Target labels as Prometheus Operator writes `podTargetLabels` (render/monitoring.py): "." and "/" → "_".
-TARGET_LABEL = "frontier_dev_target"
-ROLE_LABEL = "frontier_dev_role"
-REVISION_LABEL = "frontier_dev_revision"
-VARIANT_LABEL = "frontier_dev_variant"
+
+
+def _sanitised(label: str) -> str:
+    # Prometheus' Kubernetes discovery and `podTargetLabels` turn every non-alphanumeric character into "_".
+    return "".join(c if c.isalnum() else "_" for c in label)
 
 
 def _number(value: float) -> str:
@@ -88,15 +91,21 @@ def _labels(labels: Mapping[str, str]) -> str:
 
 
 def pod_labels(fleet: FleetSimulation, pod: Pod) -> dict[str, str]:
-    """The Kubernetes target labels of `pod` (what service discovery or a PodMonitor attaches)."""
-    return {
-        "namespace": fleet.namespace,
-        "pod": pod.name,
-        TARGET_LABEL: fleet.target,
-        ROLE_LABEL: pod.role.value,
-        REVISION_LABEL: pod.revision.label,
-        VARIANT_LABEL: pod.variant.value,
+    """The Kubernetes target labels of `pod`: `namespace`, `pod`, and its target/role/revision/variant pod
+    labels under both names a cluster may give them — the rendered PodMonitor's relabelings
+    (`render.monitoring.PROMETHEUS_LABELS`: `frontier_role`, …) and the `podTargetLabels` spelling
+    (`frontier_dev_role`, …) — so PromQL written for either works against the twin."""
+    values = {
+        LABEL_TARGET: fleet.target,
+        LABEL_ROLE: pod.role.value,
+        LABEL_REVISION: pod.revision.label,
+        LABEL_VARIANT: pod.variant.value,
     }
+    labels = {"namespace": fleet.namespace, "pod": pod.name}
+    for pod_label, value in values.items():
+        labels[PROMETHEUS_LABELS[pod_label]] = value
+        labels[_sanitised(pod_label)] = value
+    return labels
 
 
 class _Page:
