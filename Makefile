@@ -44,7 +44,7 @@ sglang-parser: $(STAMP)
 	VENV_PYTHON=$(BIN)/python scripts/install-sglang-parser.sh
 
 unit: $(STAMP) sglang-parser
-	$(BIN)/pytest
+	$(BIN)/pytest -q -p no:logging
 
 # Rewrite tests/golden/ from the renderer; review the diff before committing it.
 golden: $(STAMP)

@@ -173,9 +173,11 @@ def verdict(document: Any) -> Verdict:
     """Run the document through admission and the operator; refusals are collected, crashes propagate."""
     messages: dict[str, list[str]] = {}
     if isinstance(document, Mapping):
+        # CEL rules are only meaningful on an object of the schema's shape (on a shape error they fail
+        # too, evaluating fields of the wrong type): "cel" counts the documents only CEL refuses.
         if refused := crd_refusals(document):
             messages["crd"] = refused
-        if refused := cel_refusals(document):
+        elif refused := cel_refusals(document):
             messages["cel"] = refused
     else:
         messages["crd"] = ["the body is not an object"]

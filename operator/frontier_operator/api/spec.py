@@ -162,7 +162,9 @@ class SloSpec(ApiModel):
     """Time per output token after the first (per-request mean inter-token time)."""
     itl: PercentileBounds | None = None
     """Inter-token latency (each gap between two streamed tokens)."""
-    e2e: PercentileBounds | None = None
+    # Spelled out: the camelCase generator would publish `e2E`, which no user writes and the CEL rule above
+    # (`has(self.e2e)`) would not find.
+    e2e: Annotated[PercentileBounds | None, Field(alias="e2e")] = None
     """End-to-end request latency."""
     min_output_throughput: Rate | None = None
     """Output tokens per second the fleet must sustain at least (`5000/s`). Default: none beyond the request rate."""
