@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,11 +27,13 @@ from frontier_operator.controller import Controller
 from frontier_operator.planner.types import Infeasible
 from frontier_operator.reconcile.core import InvalidSpec, Outcome, Planned, RenderFailed
 from k8s_standin.crds import apply_defaults, cel_errors, schema_errors
+from k8s_standin.fixtures import get_object, mark_deployment_ready, mark_leaderworkerset_ready, request_json
 from schema_tools import openapi_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {path.stem: path for path in sorted((ROOT / "examples").glob("*.yaml"))}
 CORPUS = ROOT / "tests" / "hardening" / "corpus"
+TARGET = "frontier.dev/target"
 
 # A refusal quotes what the user wrote, but never more than this: a 1 MB string must not become a
 # 1 MB condition message, Event or log line.
@@ -76,20 +79,47 @@ def unknown_fields(value: Any, schema: Mapping[str, Any], path: str = "") -> lis
     return found
 
 
+_INDEX = re.compile(r"\.(\d+)(?=\.|$)")
+
+
+def without_nulls(value: Any, schema: Mapping[str, Any]) -> Any:
+    """The API server drops `null` fields a structural schema does not declare `nullable` before it
+    validates (the stand-in does not): `p90: null` means p90 unset, as it does to the models."""
+    if isinstance(value, Mapping):
+        properties = schema.get("properties", {})
+        additional = schema.get("additionalProperties")
+        kept = {}
+        for key, child in value.items():
+            child_schema = properties.get(key, additional if isinstance(additional, Mapping) else None)
+            if child is None and child_schema is not None and not child_schema.get("nullable"):
+                continue
+            kept[key] = without_nulls(child, child_schema) if child_schema is not None else child
+        return kept
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [without_nulls(item, schema["items"]) for item in value]
+    return value
+
+
+def _admitted(document: Mapping[str, Any]) -> dict[str, Any]:
+    schema = openapi_schema()
+    defaulted: dict[str, Any] = apply_defaults(without_nulls(dict(document), schema), schema)
+    return defaulted
+
+
 def crd_refusals(document: Mapping[str, Any]) -> list[str]:
     """What the API server's OpenAPI validation (plus strict field validation) says about the document."""
     schema = openapi_schema()
-    defaulted = apply_defaults(dict(document), schema)
+    defaulted = _admitted(document)
     problems = unknown_fields(document, schema)
-    problems += [f"{path}: {message}" for path, message in schema_errors(defaulted, schema)]
+    # jsonschema joins list indices with dots (pools.0.gpu); say them the way the models do (pools[0].gpu).
+    for path, message in schema_errors(defaulted, schema):
+        problems.append(_INDEX.sub(r"[\1]", path) + f": {message}")
     return problems
 
 
 def cel_refusals(document: Mapping[str, Any]) -> list[str]:
     """The CRD's `x-kubernetes-validations` rules the document breaks (cel-python, as in the stand-in)."""
-    schema = openapi_schema()
-    defaulted = apply_defaults(dict(document), schema)
-    return [f"{path}: {message}" for path, message in cel_errors(defaulted, schema)]
+    return [f"{path}: {message}" for path, message in cel_errors(_admitted(document), openapi_schema())]
 
 
 # ------------------------------------------------------------------------------------ operator side
@@ -228,3 +258,23 @@ def dotted(path: tuple[str | int, ...]) -> str:
     for step in path:
         text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
     return text
+
+
+# ------------------------------------------------------------------------------------ the operator
+
+
+def ready_when_marked(api: Any, namespace: str, name: str) -> bool:
+    """Play the workload controllers: mark every Deployment and LeaderWorkerSet of the target ready; True
+    once the target says Ready. Call it in a `wait_for` (workloads appear over a few reconciles)."""
+    for plural, mark in (("deployments", mark_deployment_ready), ("leaderworkersets", mark_leaderworkerset_ready)):
+        group = "apps/v1" if plural == "deployments" else "leaderworkerset.x-k8s.io/v1"
+        status, body = request_json(
+            api, "GET", f"/apis/{group}/namespaces/{namespace}/{plural}", query=[("labelSelector", f"{TARGET}={name}")]
+        )
+        for item in body.get("items", []) if status == 200 else []:
+            if (item.get("status") or {}).get("readyReplicas") != item["spec"].get("replicas", 1):
+                mark(api, namespace, item["metadata"]["name"])
+    target = get_object(api, "frontier.dev/v1alpha1", "frontiertargets", namespace, name) or {}
+    return any(
+        c["type"] == "Ready" and c["status"] == "True" for c in (target.get("status") or {}).get("conditions", [])
+    )

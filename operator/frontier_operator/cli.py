@@ -11,7 +11,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from frontier_operator import __version__, cli_catalog, cli_operator, cli_perf, cli_plan, cli_render, cli_sre, crdgen
+from frontier_operator import (
+    __version__,
+    cli_catalog,
+    cli_operator,
+    cli_perf,
+    cli_plan,
+    cli_render,
+    cli_simulate,
+    cli_sre,
+    crdgen,
+)
 from frontier_operator.api import SpecInvalid, load_target_file
 from frontier_operator.validation import check_target
 
@@ -47,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_catalog.register(commands)
     cli_plan.register(commands)
     cli_render.register(commands)
+    cli_simulate.register(commands)
     cli_operator.register(commands)
     cli_sre.register(commands)
     cli_perf.register(commands)

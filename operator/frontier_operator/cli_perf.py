@@ -19,7 +19,7 @@ import yaml
 from frontier_operator.catalog import data_files
 from frontier_operator.perf.calibration import CALIBRATION_FILE, Calibration, render_calibration_yaml
 from frontier_operator.perf.errors import UnpredictableConfig
-from frontier_operator.perf.fitting import file_digest, fit_calibration
+from frontier_operator.perf.fitting import MAX_ITERATIONS, FitOptions, file_digest, fit_calibration
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import parse_row, read_rows
 
@@ -62,6 +62,8 @@ def _calibrate(args: argparse.Namespace) -> int:
             skipped += 1
     if not cases:
         return _fail(f"{data}: no usable {backend} rows")
+    if args.max_iterations < 1 or args.starts < 1:
+        return _fail("--max-iterations and --starts must be at least 1")
     provenance = {
         "data_file": data.name,
         "data_sha256": file_digest(data),
@@ -73,7 +75,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(message, file=sys.stderr)
 
-    calibration = fit_calibration(cases, provenance, progress=progress, workers=args.workers)
+    options = FitOptions(max_iterations=args.max_iterations, starts=args.starts)
+    calibration = fit_calibration(cases, provenance, progress=progress, workers=args.workers, options=options)
     header = (
         "Performance-model calibration: coefficients per GPU family (compute architecture).\n"
         "Written by `frontier calibrate`; do not edit by hand. The coefficients are documented in\n"
@@ -164,6 +167,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     calibrate.add_argument("--backend", default="sglang", help="fit on the rows of this backend (default: sglang)")
     calibrate.add_argument("--workers", type=int, default=1, help="processes fitting GPU families in parallel")
+    calibrate.add_argument(
+        "--max-iterations",
+        type=int,
+        default=MAX_ITERATIONS,
+        help=f"Levenberg-Marquardt iterations per start (default {MAX_ITERATIONS}; fewer for a quick look)",
+    )
+    calibrate.add_argument("--starts", type=int, default=3, help="deterministic starting points per family (1-3)")
     calibrate.set_defaults(func=_calibrate)
 
     predict = subparsers.add_parser(

@@ -39,6 +39,7 @@ from frontier_operator.reconcile.core import (
     ReconcileInput,
     RenderFailed,
     reconcile,
+    refused_by_api,
 )
 from frontier_operator.reconcile.merge_patch import merge_patch
 from frontier_operator.render.errors import RenderError
@@ -190,23 +191,31 @@ class Controller:
         current = _tolerant_status(raw_status)
         target, outcome = self.outcome(body, namespace)
         observed = tuple(kube.list_workloads(self.api, namespace, name))
-        result = reconcile(
-            ReconcileInput(
-                spec=target.spec if target is not None else None,
-                outcome=outcome,
-                observed=observed,
-                current=current,
-                generation=int(metadata.get("generation", 0)),
-                now=_rfc3339(self.clock()),
-                force_apply=force_apply,
-            )
+        inputs = ReconcileInput(
+            spec=target.spec if target is not None else None,
+            outcome=outcome,
+            observed=observed,
+            current=current,
+            generation=int(metadata.get("generation", 0)),
+            now=_rfc3339(self.clock()),
+            force_apply=force_apply,
         )
-        events = list(result.events)
+        result = reconcile(inputs)
+        refused = []
+        missing_kinds = []
         for obj in result.apply:
             try:
                 kube.apply(self.api, obj)
             except kube.MissingKindError as missing:
-                events.append(EventNote("Warning", "MissingCRD", str(missing)))
+                missing_kinds.append(EventNote("Warning", "MissingCRD", str(missing)))
+            except kube.KubeError as error:
+                if error.retriable:
+                    raise
+                refused.append(f"{obj['kind']} {obj['metadata']['name']}: {error}")
+        if refused:
+            result = refused_by_api(inputs, result, "; ".join(refused)[:2000])
+        # Said once per change (and per operator start), not again on every re-check that re-applies.
+        events = [*result.events, *(missing_kinds if force_apply else [])]
         if result.apply:
             metrics.DECISIONS.labels("apply").inc()
         if result.prune:

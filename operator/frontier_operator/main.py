@@ -6,6 +6,7 @@ this module registers them, so tests re-import it to run a fresh operator.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -55,18 +56,47 @@ def reconcile_on_change(body: kopf.Body, patch: kopf.Patch, reason: str, **_: An
     _reconcile(body, patch, str(reason), force_apply=True)
 
 
+def _change_pending(body: kopf.Body) -> bool:
+    """Whether Kopf has a spec change it has not finished handling (its diff-base is not the current spec)."""
+    handled = (body.get("metadata", {}).get("annotations") or {}).get(f"{PREFIX}/last-handled-configuration")
+    if handled is None:
+        return True
+    try:
+        last = json.loads(handled)
+    except ValueError:
+        return True
+    return not isinstance(last, dict) or last.get("spec") != body.get("spec")
+
+
+# uid → the resourceVersion at which a re-check found the status behind with no change pending.
+_behind_at: dict[str, str] = {}
+
+
 @kopf.timer(GROUP, VERSION, PLURAL, interval=SETTINGS.recheck_seconds, idle=SETTINGS.recheck_seconds / 3)
 def reconcile_periodically(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    metadata = body.get("metadata", {})
+    uid, version = str(metadata.get("uid")), str(metadata.get("resourceVersion"))
+    behind = body.get("status", {}).get("observedGeneration") != metadata.get("generation")
+    if not behind:
+        _behind_at.pop(uid, None)
     # A spec change not yet handled belongs to the change handler; racing it would act twice.
-    if body.get("status", {}).get("observedGeneration") != body.get("metadata", {}).get("generation"):
+    elif _change_pending(body):
         return
-    _reconcile(body, patch, "timer", force_apply=False)
+    # Behind with nothing pending: Kopf recorded the change as handled, but its status write has not
+    # landed. Normally it is a moment away (Kopf writes its bookkeeping, then the status); if the object
+    # is still unchanged one re-check later, the status write failed (a 409, 5xx or timeout on the
+    # status patch) and nothing would ever redo it: this tick does, re-applying as the change handler would.
+    elif _behind_at.get(uid) != version:
+        _behind_at[uid] = version
+        return
+    _reconcile(body, patch, "timer", force_apply=behind)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
-def forget_deleted(namespace: str | None, name: str, **_: Any) -> None:
+def forget_deleted(namespace: str | None, name: str, uid: str | None, **_: Any) -> None:
     # Owner references let the garbage collector remove the children; only our gauges need telling.
     controller().forget(namespace or "", name)
+    _behind_at.pop(str(uid), None)
 
 
 @kopf.on.startup()

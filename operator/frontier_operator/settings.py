@@ -22,6 +22,8 @@ class OperatorSettings:
     metrics_port: int = 8080
     # First retry delay after a retriable API error (409, 429, 5xx); Kopf backs off from there.
     retry_seconds: float = 5.0
+    # How long one of the operator's own API requests may take before it counts as failed (and is retried).
+    api_timeout_seconds: float = 30.0
 
     @classmethod
     def from_env(cls) -> OperatorSettings:
@@ -29,4 +31,5 @@ class OperatorSettings:
             recheck_seconds=_float("FRONTIER_RECHECK_SECONDS", cls.recheck_seconds),
             metrics_port=int(_float("FRONTIER_METRICS_PORT", cls.metrics_port)),
             retry_seconds=_float("FRONTIER_RETRY_SECONDS", cls.retry_seconds),
+            api_timeout_seconds=_float("FRONTIER_API_TIMEOUT_SECONDS", cls.api_timeout_seconds),
         )

@@ -11,13 +11,10 @@ Python tags) live as files in `corpus/` and go through `frontier validate|plan|r
 
 from __future__ import annotations
 
-import copy
-import json
-import math
+import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,236 +40,8 @@ from hardening_support import (
     structural_problems,
     verdict,
 )
-
-MEGABYTE = "x" * 1_000_000
-HF_CONFIGS = ROOT / "tests" / "data" / "hf_configs"
-
-
-# ------------------------------------------------------------------------------------ hand-written
-
-
-def _path(text: str) -> tuple[str | int, ...]:
-    """`spec.hardware.pools[0].gpu` → ("spec", "hardware", "pools", 0, "gpu")."""
-    steps: list[str | int] = []
-    for part in text.split("."):
-        name, *indices = re.split(r"\[|\]\[?", part.rstrip("]"))
-        steps.append(name)
-        steps += [int(index) for index in indices if index]
-    return tuple(steps)
-
-
-def put(path: str, value: Any, base: str = "llama-70b-chat") -> dict[str, Any]:
-    """The example with one field set (created if absent)."""
-    document = example(base)
-    steps = _path(path)
-    node: Any = document
-    for step in steps[:-1]:
-        if isinstance(node, dict) and step not in node:
-            node[step] = {}
-        node = node[step]
-    node[steps[-1]] = value
-    return document
-
-
-def drop(path: str, base: str = "llama-70b-chat") -> dict[str, Any]:
-    document = example(base)
-    steps = _path(path)
-    node: Any = document
-    for step in steps[:-1]:
-        node = node[step]
-    del node[steps[-1]]
-    return document
-
-
-def with_spec(changes: dict[str, Any], base: str = "llama-70b-chat") -> dict[str, Any]:
-    """The example with whole spec sections replaced."""
-    document = example(base)
-    document["spec"].update(copy.deepcopy(changes))
-    return document
-
-
-def pool(**fields: Any) -> list[dict[str, Any]]:
-    return [{"name": "p", "gpu": "H100", "maxGpus": 8, **fields}]
-
-
-def hf_config(name: str = "llama-3.1-8b-instruct", **changes: Any) -> dict[str, Any]:
-    config: dict[str, Any] = json.loads((HF_CONFIGS / name / "config.json").read_text(encoding="utf-8"))
-    config.update(changes)
-    return config
-
-
-def inline_model(config: Any) -> dict[str, Any]:
-    return put("spec.model", {"name": "acme/custom", "config": {"inline": config}})
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    document: Any
-    # Exactly the layers that refuse it (crd, cel, model, catalog, planner, render).
-    refused_by: frozenset[str]
-
-
-def case(name: str, document: Any, *layers: str) -> Case:
-    return Case(name, document, frozenset(layers))
-
-
-SHAPE = ("crd", "model")  # refused by the schema at kubectl apply, and again by the operator's models
-
-CASES = [
-    # --- the document itself
-    case("api-version-v2", put("apiVersion", "frontier.dev/v2"), "model"),
-    case("kind-deployment", put("kind", "Deployment"), "model"),
-    case("no-name", put("metadata", {}), "model"),
-    case("spec-missing", drop("spec"), *SHAPE),
-    case("spec-is-a-list", put("spec", [1, 2, 3]), *SHAPE),
-    case("spec-is-text", put("spec", "serve llama fast"), *SHAPE),
-    case("spec-is-null", put("spec", None), *SHAPE),
-    case("document-is-a-list", [example()], *SHAPE),
-    case("document-is-a-number", 42, *SHAPE),
-    # --- wrong types
-    case("model-name-number", put("spec.model.name", 42), *SHAPE),
-    case("model-is-text", put("spec.model", "Llama-3.1-70B-Instruct"), *SHAPE),
-    case("duration-without-unit", put("spec.slo.tpot.p50", 30), *SHAPE),
-    case("duration-as-list", put("spec.slo.tpot.p50", ["30ms"]), *SHAPE),
-    case("rate-boolean", put("spec.workload.requestRate", True), *SHAPE),
-    case("max-gpus-text", put("spec.hardware.pools[0].maxGpus", "8"), *SHAPE),
-    case("max-gpus-fraction", put("spec.hardware.pools[0].maxGpus", 7.5), *SHAPE),
-    case("pools-mapping", put("spec.hardware.pools", {"h100": {"gpu": "H100"}}), *SHAPE),
-    case("quantizations-text", put("spec.search.quantizations", "fp8"), *SHAPE),
-    case("node-selector-list", put("spec.hardware.pools[0].nodeSelector", ["gpu=h100"]), *SHAPE),
-    case("node-selector-number-value", put("spec.hardware.pools[0].nodeSelector", {"zone": 3}), *SHAPE),
-    case("tolerations-numbers", put("spec.hardware.pools[0].tolerations", [1, 2]), *SHAPE),
-    case("paused-text", put("spec.tuning.paused", "yes"), *SHAPE),
-    case("env-value-object", put("spec.serving.env", [{"name": "A", "value": {"b": 1}}]), *SHAPE),
-    # --- negative and huge numbers
-    case("max-gpus-negative", put("spec.hardware.pools[0].maxGpus", -8), *SHAPE),
-    case("max-gpus-zero", put("spec.hardware.pools[0].maxGpus", 0), *SHAPE),
-    case("max-gpus-a-billion", put("spec.hardware.pools[0].maxGpus", 10**9), *SHAPE),
-    case("max-gpus-beyond-int64", put("spec.hardware.pools[0].maxGpus", 10**30), *SHAPE),
-    case("gpus-per-node-zero", put("spec.hardware.pools[0].gpusPerNode", 0), *SHAPE),
-    case("gpus-per-node-thousand", put("spec.hardware.pools[0].gpusPerNode", 1000), *SHAPE),
-    case("rate-negative", put("spec.workload.requestRate", -5), *SHAPE),
-    case("rate-zero", put("spec.workload.requestRate", "0/s"), "model"),
-    case("rate-400-digits", put("spec.workload.requestRate", "9" * 400), "model"),
-    case("price-zero", put("spec.hardware.pools", pool(pricePerGpuHour="$0/h")), "model"),
-    case("price-negative", put("spec.hardware.pools", pool(pricePerGpuHour=-2)), *SHAPE),
-    case("price-400-digits", put("spec.hardware.pools", pool(pricePerGpuHour="9" * 400)), "model"),
-    case("tokens-zero", put("spec.workload.inputTokens", {"mean": 0}), *SHAPE),
-    case("tokens-negative", put("spec.workload.inputTokens", {"mean": -100}), *SHAPE),
-    case("tokens-rounding-to-zero", put("spec.workload.inputTokens", {"mean": "0.4"}), "model"),
-    case("tokens-400-digits", put("spec.workload.inputTokens", {"mean": "9" * 400}), "model"),
-    case("duration-400-digits", put("spec.slo.tpot.p50", "9" * 400 + "ms"), *SHAPE),
-    case("duration-zero", put("spec.slo.tpot.p50", "0ms"), "model"),
-    case("max-tp-zero", put("spec.search.parallelism", {"maxTp": 0}), *SHAPE),
-    case("max-ep-huge", put("spec.search.parallelism", {"maxEp": 10**6}), *SHAPE),
-    case("changes-per-hour-negative", put("spec.tuning.maxChangesPerHour", -1), *SHAPE),
-    case("router-replicas-thousand", put("spec.serving.router.replicas", 1000), *SHAPE),
-    case(
-        "toleration-seconds-negative", put("spec.hardware.pools", pool(tolerations=[{"tolerationSeconds": -1}])), *SHAPE
-    ),
-    case("rdma-devices-zero", put("spec.hardware.pools", pool(rdma={"enabled": True, "devicesPerPod": 0})), *SHAPE),
-    # --- NaN and infinity
-    case("rate-nan-text", put("spec.workload.requestRate", "NaN"), *SHAPE),
-    case("rate-infinity-text", put("spec.workload.requestRate", "Infinity/s"), *SHAPE),
-    case("rate-float-nan", put("spec.workload.requestRate", math.nan), *SHAPE),
-    case("rate-float-inf", put("spec.workload.requestRate", math.inf), *SHAPE),
-    case("duration-nan", put("spec.slo.tpot.p50", "NaNms"), *SHAPE),
-    case("duration-inf", put("spec.slo.ttft.p99", "infs"), *SHAPE),
-    case("percentage-nan", put("spec.workload.prefixCacheHitRate", "NaN%"), *SHAPE),
-    case("percentage-above-100", put("spec.workload.prefixCacheHitRate", "140%"), "model"),
-    case("price-inf", put("spec.hardware.pools", pool(pricePerGpuHour="$inf/h")), *SHAPE),
-    case("tokens-exponent", put("spec.workload.outputTokens", {"mean": "1e9"}), *SHAPE),
-    # --- unicode and megabyte strings
-    case("model-name-megabyte", put("spec.model.name", MEGABYTE), *SHAPE),
-    case("model-name-rtl-override", put("spec.model.name", "Llama-3.1-70B-Instruct\u202e"), "catalog"),
-    case("model-name-fullwidth", put("spec.model.name", "Ｌｌａｍａ-3.1-70B-Instruct"), "catalog"),
-    case("model-name-nul", put("spec.model.name", "Llama\x00-3.1-70B-Instruct"), "catalog"),
-    case("gpu-cyrillic-homoglyph", put("spec.hardware.pools[0].gpu", "Н100"), "catalog"),
-    case("gpu-emoji", put("spec.hardware.pools[0].gpu", "🚀"), "catalog"),
-    case("pool-name-unicode", put("spec.hardware.pools[0].name", "h100ü"), *SHAPE),
-    case("pool-name-megabyte", put("spec.hardware.pools[0].name", MEGABYTE), *SHAPE),
-    case("image-megabyte", put("spec.serving.image", MEGABYTE), *SHAPE),
-    case("env-value-megabyte", put("spec.serving.env", [{"name": "A", "value": MEGABYTE}]), *SHAPE),
-    case("extra-arg-megabyte", put("spec.serving.extraArgs", [MEGABYTE]), *SHAPE),
-    case("node-selector-value-megabyte", put("spec.hardware.pools", pool(nodeSelector={"a": MEGABYTE})), *SHAPE),
-    case("duration-unicode-digits", put("spec.slo.tpot.p50", "٣٠ms"), *SHAPE),
-    case("duration-micro-sign", put("spec.slo.tpot.p50", "30000\u00b5s"), "planner"),
-    case("unknown-field-megabyte-key", put("spec.serving", {MEGABYTE[:100_000]: 1}), *SHAPE),
-    # --- unknown names
-    case("unknown-model", put("spec.model.name", "acme/Foo-9000"), "catalog"),
-    case("unknown-gpu", put("spec.hardware.pools[0].gpu", "H900"), "catalog"),
-    case("gpu-empty", put("spec.hardware.pools[0].gpu", ""), *SHAPE),
-    case("gpu-lowercase-unknown", put("spec.hardware.pools[0].gpu", "a100-80gb-pcie"), "catalog"),
-    case("quantization-int3", put("spec.search.quantizations", ["int3"]), *SHAPE),
-    case("kv-cache-fp4", put("spec.search.kvCacheDtypes", ["fp4"]), *SHAPE),
-    case("checkpoint-format-unknown", put("spec.model.checkpoints", {"int3": "a/b"}), *SHAPE),
-    case("objective-unknown", put("spec.objective", "cheapest"), *SHAPE),
-    case("tuning-mode-unknown", put("spec.tuning.mode", "yolo"), *SHAPE),
-    case("unknown-spec-field", put("spec.replicas", 3), *SHAPE),
-    case("unknown-percentile", put("spec.slo.tpot", {"p75": "20ms"}), *SHAPE),
-    case("prometheus-file-url", put("spec.tuning.prometheusUrl", "file:///etc/passwd"), *SHAPE),
-    case("env-name-with-equals", put("spec.serving.env", [{"name": "A=B", "value": "c"}]), *SHAPE),
-    case("mount-path-relative", put("spec.serving.cache", {"mountPath": "cache"}), *SHAPE),
-    case("cpu-negative", put("spec.serving.resources", {"cpu": "-1"}), *SHAPE),
-    case("shm-exabytes", put("spec.serving.shmSize", "1Ei"), *SHAPE),
-    case("hf-token-secret-unnamed", put("spec.serving.hfTokenSecretRef", {"name": ""}), *SHAPE),
-    # --- conflicting constraints
-    case("gpus-per-node-beyond-node", put("spec.hardware.pools[0].gpusPerNode", 16), "catalog"),
-    case("duplicate-pool-names", put("spec.hardware.pools", pool() + pool()), "cel", "model"),
-    case("quantization-twice", put("spec.search.quantizations", ["fp8", "fp8"]), "model"),
-    case(
-        "config-inline-and-configmap", put("spec.model.config", {"inline": {}, "configMapRef": {"name": "c"}}), "model"
-    ),
-    case("config-empty", put("spec.model.config", {}), "model"),
-    case("cooldown-below-interval", put("spec.tuning", {"interval": "15m"}), "cel", "model"),
-    case("window-below-interval", put("spec.tuning", {"interval": "2m", "window": "1m"}), "cel", "model"),
-    case("p90-below-mean", put("spec.workload.inputTokens", {"mean": 2000, "p90": 1000}), "model"),
-    case("max-below-p90", put("spec.workload.outputTokens", {"mean": 100, "p90": 400, "max": 200}), "model"),
-    case("extra-arg-owned-flag", put("spec.serving.extraArgs", ["--tp-size", "2"]), "render"),
-    case("env-owned-variable", put("spec.serving.env", [{"name": "SGLANG_CACHE_DIR", "value": "/x"}]), "render"),
-    case(
-        "bf16-only-for-a-1t-model",
-        with_spec({"model": {"name": "Kimi-K2.5"}, "search": {"quantizations": ["bf16"]}}),
-        "planner",
-    ),
-    case("max-tp-one-for-70b", put("spec.search.parallelism", {"maxTp": 1}), "planner"),
-    case(
-        "configmap-missing",
-        put("spec.model", {"name": "acme/x", "config": {"configMapRef": {"name": "nope"}}}),
-        "catalog",
-    ),
-    # --- impossible SLOs
-    case("tpot-one-microsecond", put("spec.slo", {"tpot": {"p50": "1us"}}), "planner"),
-    case("ttft-one-nanosecond", put("spec.slo", {"ttft": {"p99": "1ns"}}), "planner"),
-    case("e2e-one-millisecond", put("spec.slo", {"e2e": {"p50": "1ms"}}), "planner"),
-    case("throughput-a-billion", put("spec.slo.minOutputThroughput", "1000000000/s"), "planner"),
-    case("rate-a-million", put("spec.workload.requestRate", "1000000/s"), "planner"),
-    # --- empty
-    case("pools-empty", put("spec.hardware.pools", []), *SHAPE),
-    case("slo-empty", put("spec.slo", {}), "cel", "model"),
-    case("percentiles-empty", put("spec.slo", {"tpot": {}}), *SHAPE),
-    case("workload-empty", put("spec.workload", {}), *SHAPE),
-    case("quantizations-empty", put("spec.search.quantizations", []), *SHAPE),
-    case("model-name-empty", put("spec.model.name", ""), *SHAPE),
-    # --- percentiles out of order (the YAML duplicate-key cases are files in corpus/)
-    case("p50-above-p99", put("spec.slo.tpot", {"p50": "80ms", "p99": "60ms"}), "cel", "model"),
-    case("p90-above-p95", put("spec.slo.ttft", {"p90": "2s", "p95": "1s"}), "cel", "model"),
-    case("p50-above-p99-mixed-units", put("spec.slo.tpot", {"p50": "1s", "p99": "999ms"}), "cel", "model"),
-    # --- absurd lengths
-    case("input-a-million-tokens", put("spec.workload.inputTokens", {"mean": "1M"}), "planner"),
-    case("input-10-to-the-30", put("spec.workload.inputTokens", {"mean": 10**30}), "planner"),
-    case("output-128-mebitokens", put("spec.workload.outputTokens", {"mean": 350, "max": "128Mi"}), "planner"),
-    # --- config.json of an unknown model
-    case("config-json-empty", inline_model({}), "catalog"),
-    case("config-json-negative-hidden", inline_model(hf_config(hidden_size=-1)), "catalog"),
-    case("config-json-zero-heads", inline_model(hf_config(num_attention_heads=0)), "catalog"),
-    case("config-json-text-layers", inline_model(hf_config(num_hidden_layers="32")), "catalog"),
-    case("config-json-megabyte-type", inline_model(hf_config(model_type=MEGABYTE)), "catalog"),
-    case("config-json-heads-not-dividing", inline_model(hf_config(num_key_value_heads=7)), "catalog"),
-    case("config-json-huge-vocab", inline_model(hf_config(vocab_size=10**40)), "catalog"),
-    case("config-json-is-a-list", inline_model([1, 2, 3]), *SHAPE),
-]
+from hostile_corpus import CASES, DUMPER, HF_CONFIGS, Case, hf_config, inline_model, pool, put, with_spec
+from schema_tools import openapi_schema, walk_schema
 
 
 def test_the_corpus_is_large_and_names_are_unique() -> None:
@@ -284,7 +53,8 @@ def test_the_corpus_is_large_and_names_are_unique() -> None:
 def test_each_hostile_target_is_refused_where_expected(hostile: Case) -> None:
     found = verdict(hostile.document)
     assert found.layers == hostile.refused_by, found.describe()
-    assert found.outcome is not None and not isinstance(found.outcome, Planned)
+    assert found.outcome is not None
+    assert not isinstance(found.outcome, Planned) or found.layers == {"crd"}
     assert structural_problems(found.outcome) == []
     assert found.seconds < MAX_DECISION_SECONDS
 
@@ -345,9 +115,23 @@ HOSTILE_VALUES = st.recursive(
     ),
     max_leaves=12,
 )
+# Values of another JSON type pydantic's lax mode reads as the field's type ("8" → 8, "yes" → true, 8.0 →
+# 8): the API server refuses them, the operator would read the same meaning.
+LAX_COERCIONS = ("is not of type 'integer'", "is not of type 'boolean'", "is not of type 'number'")
+# A plain number where the schema wants an integer or a unit string (a rate, a price): `2.5` for `2.5/s`.
+_NUMBER_FOR_INT_OR_STRING = re.compile(r"Invalid value: -?[0-9.e+-]+ is not valid under any of the given schemas$")
+
+
+def _lax(message: str) -> bool:
+    return any(c in message for c in LAX_COERCIONS) or bool(_NUMBER_FOR_INT_OR_STRING.search(message))
+
+
 SPEC_NODES = [(name, path) for name in EXAMPLES for path, _ in leaves(example(name)["spec"], ("spec",))]
+# 150 examples per property in `make test`; FRONTIER_HOSTILE_EXAMPLES=5000 digs deeper.
 HYPOTHESIS = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=int(os.environ.get("FRONTIER_HOSTILE_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 
@@ -358,8 +142,9 @@ def _assert_refused_or_planned_cleanly(document: Any) -> None:
     assert found.seconds < MAX_DECISION_SECONDS
     # Defence in depth: what the API server would refuse, the operator refuses too (a stale CRD, a
     # direct write to etcd, `frontier plan` on a file never applied).
-    if {"crd", "cel"} & found.layers:
-        assert {"model", "catalog"} & found.layers, found.describe()
+    if {"crd", "cel"} & found.layers and not {"model", "catalog"} & found.layers:
+        lax = [m for m in found.messages.get("crd", []) if _lax(m)]
+        assert "cel" not in found.layers and lax == found.messages["crd"], found.describe()
 
 
 @HYPOTHESIS
@@ -451,7 +236,7 @@ def test_the_planner_answers_extreme_valid_targets_in_bounded_time(name: str) ->
     gpu=st.sampled_from(["H100", "H200", "B200", "GB300", "MI355X"]),
 )
 def test_the_planner_never_raises_on_valid_extremes(
-    rate: float, input_tokens: int, output_tokens: int, bound_ms: float, max_gpus: int, gpu: str
+    *, rate: float, input_tokens: int, output_tokens: int, bound_ms: float, max_gpus: int, gpu: str
 ) -> None:
     document = with_spec(
         {
@@ -503,7 +288,7 @@ def _cli_files(tmp_path: Path) -> list[tuple[str, Path, str]]:
         if hostile.name == "configmap-missing":
             continue  # the CLI reads no ConfigMaps: it says so (exit 2) — covered by its own test below
         path = tmp_path / f"{hostile.name}.yaml"
-        path.write_text(yaml.safe_dump(hostile.document, allow_unicode=True), encoding="utf-8")
+        path.write_text(yaml.dump(hostile.document, Dumper=DUMPER, allow_unicode=True), encoding="utf-8")
         files.append((hostile.name, path, _cli_layer(hostile.refused_by)))
     files += [(path.stem, path, _expected_layer(path)) for path in RAW_FILES]
     return files
@@ -518,12 +303,15 @@ def _cli_layer(layers: frozenset[str]) -> str:
 
 # What each command answers per refusing layer: 2 invalid input, 3 infeasible, 0 nothing to refuse.
 EXIT_CODES = {
-    "yaml": {"validate": 2, "plan": 2, "render": 2},
-    "model": {"validate": 2, "plan": 2, "render": 2},
-    "catalog": {"validate": 2, "plan": 2, "render": 2},
-    "planner": {"validate": 0, "plan": 3, "render": 3},
-    "render": {"validate": 0, "plan": 0, "render": 2},
+    "yaml": {"validate": 2, "plan": 2, "render": 2, "simulate": 2},
+    "model": {"validate": 2, "plan": 2, "render": 2, "simulate": 2},
+    "catalog": {"validate": 2, "plan": 2, "render": 2, "simulate": 2},
+    "planner": {"validate": 0, "plan": 3, "render": 3, "simulate": 3},
+    # The twin simulates the plan's configuration; it renders no pods, so a flag the renderer refuses is moot.
+    "render": {"validate": 0, "plan": 0, "render": 2, "simulate": 0},
 }
+# Extra arguments per command: the shortest simulation (a few simulated minutes, no oracle sizing).
+EXTRA_ARGS = {"simulate": ["--hours", "0.05", "--no-oracle"]}
 
 
 def _commands() -> list[str]:
@@ -540,13 +328,16 @@ def test_the_cli_refuses_every_hostile_file_with_its_exit_code_and_no_traceback(
             continue
         for command in _commands():
             argv = [command, str(path)] if command == "validate" else [command, "-f", str(path)]
+            argv += EXTRA_ARGS.get(command, [])
             code = main(argv)  # an exception here is the crash we are looking for
             out, err = capsys.readouterr()
             expected = EXIT_CODES[layer].get(command, 2)
             assert code == expected, f"frontier {command} {name}: exit {code}, expected {expected}\n{err[-2000:]}"
             assert "Traceback" not in out + err
             if code:
-                assert err.strip(), f"frontier {command} {name}: exit {code} without a message"
+                # Invalid input is explained on stderr; an infeasible plan is the report on stdout.
+                said = err if code == 2 else out + err
+                assert said.strip(), f"frontier {command} {name}: exit {code} without a message"
                 assert len(err) < 20_000, f"frontier {command} {name}: {len(err)} characters of error"
             tally[(command, code)] = tally.get((command, code), 0) + 1
     assert sum(tally.values()) >= 3 * 100
@@ -561,20 +352,40 @@ def test_the_cli_says_it_cannot_read_a_configmap(tmp_path: Path, capsys: pytest.
         assert "configMapRef" in capsys.readouterr().err
 
 
-SUBPROCESS_SAMPLE = ["duplicate-percentile", "alias-bomb", "deep-nesting", "python-object-tag"]
+# One process per command (each start costs ~0.7 s): the in-process test above covers every file.
+SUBPROCESS_SAMPLE = [
+    ("validate", "duplicate-percentile"),
+    ("plan", "alias-bomb"),
+    ("render", "deep-nesting"),
+    ("plan", "python-object-tag"),
+    ("simulate", "duplicate-spec"),
+]
 
 
-@pytest.mark.parametrize("stem", SUBPROCESS_SAMPLE)
-def test_the_cli_as_a_process_exits_2_with_a_message(stem: str) -> None:
-    path = CORPUS / f"{stem}.yaml"
-    for command in (["validate", str(path)], ["plan", "-f", str(path)], ["render", "-f", str(path)]):
-        done = subprocess.run(
-            [sys.executable, "-m", "frontier_operator.cli", *command],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            cwd=ROOT,
-        )
-        assert done.returncode == 2, done.stderr
-        assert "Traceback" not in done.stderr and "invalid" in done.stderr
+@pytest.mark.parametrize(("command", "stem"), SUBPROCESS_SAMPLE)
+def test_the_cli_as_a_process_exits_2_with_a_message(command: str, stem: str) -> None:
+    path = str(CORPUS / f"{stem}.yaml")
+    argv = [command, path] if command == "validate" else [command, "-f", path]
+    done = subprocess.run(
+        [sys.executable, "-m", "frontier_operator.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and f"{path}: invalid" in done.stderr
+
+
+# ------------------------------------------------------------------------------- the CRD itself
+
+
+def test_cel_rules_name_only_fields_the_schema_declares() -> None:
+    """A real API server type-checks every rule against the schema and refuses the CRD otherwise;
+    cel-python does not, so a field the rules name but the schema spells differently (`e2e` against the
+    generated `e2E`, found by this corpus) passed every other test."""
+    for path, node in walk_schema(openapi_schema()):
+        for check in node.get("x-kubernetes-validations", []):
+            for name in re.findall(r"\bself\.(\w+)\b(?!\s*\()", check["rule"]):
+                assert name in node.get("properties", {}), f"{path}: rule {check['rule']!r} names {name!r}"

@@ -581,6 +581,8 @@ class Store:
                 )
                 raise errors.invalid(resource_type.kind, resource_type.group, name, [problem])
         new = self._admit(resource_type, new, old)
+        # Admission (pruning, defaulting) returns a copy: bump the generation on the object that is stored.
+        metadata = new["metadata"]
         if _comparable(new) == _comparable(old):
             return self.present(resource_type, old)  # a no-op write: same resourceVersion, no event
         if resource_type.tracks_generation and _spec_like(resource_type, new) != _spec_like(resource_type, old):

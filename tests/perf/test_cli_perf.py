@@ -99,7 +99,7 @@ def test_calibrate_writes_a_loadable_file(tmp_path: Path) -> None:
         writer.writeheader()
         writer.writerows(rows)
     out = tmp_path / "calibration.yaml"
-    assert _run(["calibrate", "--data", str(data), "--out", str(out)]) == 0
+    assert _run(["calibrate", "--data", str(data), "--out", str(out), "--max-iterations", "3", "--starts", "1"]) == 0
     text = out.read_text(encoding="utf-8")
     assert "frontier calibrate" in text and "sm90" in text
     predicted = tmp_path / "pred.csv"

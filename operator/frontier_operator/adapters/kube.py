@@ -19,10 +19,13 @@ from kubernetes.client.exceptions import ApiException
 
 from frontier_operator import __version__
 from frontier_operator.reconcile.core import WORKLOAD_KINDS, ObservedWorkload
+from frontier_operator.settings import OperatorSettings
 
 FIELD_MANAGER = "frontier-operator"
 TARGET_LABEL = "frontier.dev/target"
 REVISION_LABEL = "frontier.dev/revision"
+# A request that hangs longer fails as unreachable (status 0) and is retried like any other.
+REQUEST_TIMEOUT_SECONDS = OperatorSettings.from_env().api_timeout_seconds
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,9 @@ def _call(
         auth_settings=["BearerToken"],
     )
     try:
-        response = api.call_api(method, url, header_params=headers, body=serialized, _request_timeout=30)
+        response = api.call_api(
+            method, url, header_params=headers, body=serialized, _request_timeout=REQUEST_TIMEOUT_SECONDS
+        )
         response.read()  # type: ignore[no-untyped-call]
     except ApiException as exc:
         raise KubeError(exc.status or 0, f"{method} {path}: {exc.status} {exc.reason}") from None

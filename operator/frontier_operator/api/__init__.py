@@ -66,7 +66,11 @@ class _DuplicateKey(yaml.YAMLError):
         super().__init__(f"duplicate key {key!r}")
 
 
-class _StrictLoader(yaml.SafeLoader):
+# libyaml's parser where installed (a megabyte string parses in milliseconds rather than a second).
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_SafeLoader):  # type: ignore[valid-type,misc]
     """PyYAML keeps the last of two equal keys; kubectl's parser refuses them, and so do we: with
     `p50` written twice, which bound did the user mean?"""
 
@@ -78,7 +82,8 @@ class _StrictLoader(yaml.SafeLoader):
                 if key_node.value in seen:
                     raise _DuplicateKey(key_node.value, seen[key_node.value], line)
                 seen[key_node.value] = line
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
 def _expanded_size(document: Any, limit: int) -> int:
@@ -117,7 +122,9 @@ def load_target_file(path: str | Path) -> FrontierTarget:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise SpecInvalid([FieldError(where, f"is not valid YAML{line}", "fix the YAML syntax")]) from None
+        problem = getattr(exc, "problem", None)
+        why = f" ({problem})" if problem else ""
+        raise SpecInvalid([FieldError(where, f"is not valid YAML{line}{why}", "fix the YAML syntax")]) from None
     except RecursionError:
         raise SpecInvalid([FieldError(where, "nests too deeply", "a FrontierTarget is a few levels deep")]) from None
     if len(documents) != 1:

@@ -14,12 +14,24 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+# Errors quote what the user wrote; a hostile spec (a megabyte key or value) must not turn into a
+# megabyte condition message, Event or log line. Each part is cut to this many characters.
+MAX_PART_CHARS = 300
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= MAX_PART_CHARS else text[: MAX_PART_CHARS - 1] + "…"
+
 
 @dataclass(frozen=True)
 class FieldError:
     path: str
     message: str
     hint: str
+
+    def __post_init__(self) -> None:
+        for name in ("path", "message", "hint"):
+            object.__setattr__(self, name, _clipped(str(getattr(self, name))))
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}; {self.hint}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Any, ClassVar, Self
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
@@ -128,6 +129,17 @@ def _finite_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _plain_number(value: int | float) -> str:
+    """A number as text the unit's pattern reads back: 1e-05 → "0.00001", 1e+16 → "10000000000000000".
+
+    The text is what the spec serialises to; Python's repr of a float may use an exponent, which no
+    pattern (and no CEL or Kubernetes quantity) accepts.
+    """
+    if isinstance(value, int):
+        return str(value)
+    return format(Decimal(repr(value)), "f")
+
+
 def _too_large(text: str, kind: str) -> PydanticCustomError:
     # The patterns admit any number of digits; past ~1e308 a float is infinite and no arithmetic holds.
     return _reject(f'"{_clip(text)}" is too large to be {kind}', "write a realistic value")
@@ -172,7 +184,7 @@ class Rate(_Quantity):
     def parse(cls, value: Any) -> Rate:
         number = _finite_number(value)
         if number is not None and number >= 0:
-            return cls(number, str(value))
+            return cls(number, _plain_number(value))
         text = _text_of(value)
         match = _RATE.match(text) if isinstance(value, str) else None
         if match is None:
@@ -211,7 +223,7 @@ class Price(_Quantity):
             raise _reject(
                 f"{_clip(text)} is not a price above zero", "for GPUs you own, write their amortised cost per hour"
             )
-        return cls(number, text if isinstance(value, str) else str(value))
+        return cls(number, text if isinstance(value, str) else _plain_number(value))
 
 
 class Fraction(_Quantity):

@@ -158,7 +158,7 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         0.0,
         1.0,
         "fraction",
-        "how synchronised a closed-loop benchmark's arrivals stay (1 = whole waves of requests arrive together)",
+        "closed-loop benchmarks: share of clients arriving in waves when output lengths vary with CV 0.1",
     ),
     CoefficientSpec(
         "wave_breakup",

@@ -137,12 +137,12 @@ def _robust_weights(raw: Sequence[float]) -> list[float]:
     return [1.0 / math.sqrt(1.0 + (r / ROBUST_SCALE) ** 2) for r in raw]
 
 
-def _levenberg_marquardt(problem: _FamilyProblem, start: list[float]) -> list[float]:
+def _levenberg_marquardt(problem: _FamilyProblem, start: list[float], max_iterations: int) -> list[float]:
     lower, upper = _bounds()
     z = [min(max(v, lo), hi) for v, lo, hi in zip(start, lower, upper, strict=True)]
     raw = problem.raw_residuals(z)
     damping = 1e-2
-    for _ in range(MAX_ITERATIONS):
+    for _ in range(max_iterations):
         weights = _robust_weights(raw)
         r = problem.weighted(raw, weights, z)
         cost = sum(v * v for v in r)
@@ -220,11 +220,21 @@ def _start(scale_efficiency: float, scale_overhead: float) -> list[float]:
     return z
 
 
-def fit_family(arch: str, cases: Sequence[SiliconCase], base: Calibration) -> FamilyFit:
+@dataclass(frozen=True)
+class FitOptions:
+    """Effort of the fit; the defaults are what `frontier calibrate` ships. Fewer is for quick looks and tests."""
+
+    max_iterations: int = MAX_ITERATIONS
+    starts: int = len(_START_SCALES)
+
+
+def fit_family(
+    arch: str, cases: Sequence[SiliconCase], base: Calibration, options: FitOptions = FitOptions()
+) -> FamilyFit:
     problem = _FamilyProblem(arch, cases, base)
     best: tuple[float, list[float]] | None = None
-    for scale_efficiency, scale_overhead in _START_SCALES:
-        z_start = _levenberg_marquardt(problem, _start(scale_efficiency, scale_overhead))
+    for scale_efficiency, scale_overhead in _START_SCALES[: max(1, options.starts)]:
+        z_start = _levenberg_marquardt(problem, _start(scale_efficiency, scale_overhead), options.max_iterations)
         score = _objective(problem, z_start)
         if best is None or score < best[0]:
             best = (score, z_start)
@@ -255,9 +265,9 @@ def fittable(cases: Sequence[SiliconCase]) -> list[SiliconCase]:
     return out
 
 
-def _fit_family_job(job: tuple[str, list[SiliconCase]]) -> tuple[str, FamilyFit]:
-    arch, cases = job
-    return arch, fit_family(arch, cases, Calibration.uncalibrated())
+def _fit_family_job(job: tuple[str, list[SiliconCase], FitOptions]) -> tuple[str, FamilyFit]:
+    arch, cases, options = job
+    return arch, fit_family(arch, cases, Calibration.uncalibrated(), options)
 
 
 def fit_calibration(
@@ -265,6 +275,7 @@ def fit_calibration(
     provenance: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
     workers: int = 1,
+    options: FitOptions = FitOptions(),
 ) -> Calibration:
     """One FamilyFit per GPU compute architecture present in `cases`, families in sorted order.
 
@@ -275,9 +286,9 @@ def fit_calibration(
     by_arch: dict[str, list[SiliconCase]] = {}
     for case in usable:
         by_arch.setdefault(case.gpu.arch, []).append(case)
-    jobs = [(arch, by_arch[arch]) for arch in sorted(by_arch)]
+    jobs = [(arch, by_arch[arch], options) for arch in sorted(by_arch)]
     if progress is not None:
-        for arch, rows in jobs:
+        for arch, rows, _ in jobs:
             progress(f"fitting {arch} on {len(rows)} rows")
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:

@@ -272,6 +272,7 @@ class PerformanceModel:
             raise UnpredictableConfig("concurrency must be positive")
         plan = self._plan(arch, gpu, config, workload)
         coefficients = plan.decode.hardware.coefficients
+        sync = wave_synchronisation(coefficients.wave_sync, workload.output_tokens.cv)
         if plan.prefill is None:
             replicas = plan.decode.replicas
             result = closed_loop_aggregated(
@@ -279,7 +280,7 @@ class PerformanceModel:
                 plan.decode_service,
                 plan.prefill_service,
                 plan.output_tokens,
-                wave_sync=coefficients.wave_sync,
+                wave_sync=sync,
                 wave_breakup=coefficients.wave_breakup,
                 arrival_cv=workload.arrival_cv,
                 service_cv=plan.input_cv,
@@ -293,7 +294,7 @@ class PerformanceModel:
                 plan.output_tokens,
                 prefill_workers=plan.prefill.replicas,
                 decode_workers=plan.decode.replicas,
-                wave_sync=coefficients.wave_sync,
+                wave_sync=sync,
                 wave_breakup=coefficients.wave_breakup,
                 arrival_cv=workload.arrival_cv,
                 service_cv=plan.input_cv,
@@ -389,6 +390,17 @@ class PerformanceModel:
                 f"are left after SGLang's reserve on {gpu.name} (tp={worker.tp}, pp={worker.pp})"
             )
         return _Role(hw, worker, replicas, fit)
+
+
+# Output-length CV at which the fitted `wave_sync` applies: the synchronisation left after clients'
+# completion times have been spread by that much length variation.
+WAVE_REFERENCE_CV = 0.1
+
+
+def wave_synchronisation(wave_sync: float, output_cv: float) -> float:
+    """How synchronised a closed-loop benchmark's clients stay: fully with fixed output lengths (they finish
+    together and come back together), less the more the lengths vary (`wave_sync` per 0.1 of CV)."""
+    return float(wave_sync ** (max(output_cv, 0.0) / WAVE_REFERENCE_CV))
 
 
 def _validate_worker(arch: ModelArch, worker: WorkerConfig) -> None:

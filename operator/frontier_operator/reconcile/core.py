@@ -8,7 +8,7 @@ revision is rolled out beside the old one; the old one is pruned only once the n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from frontier_operator.api.errors import FieldError
@@ -22,7 +22,7 @@ from frontier_operator.api.status import (
     PlanStatus,
 )
 from frontier_operator.planner.types import Infeasible, Plan
-from frontier_operator.reconcile.conditions import ConditionUpdate, apply_conditions, find_condition
+from frontier_operator.reconcile.conditions import ORDER, ConditionUpdate, apply_conditions, find_condition
 from frontier_operator.reconcile.plan_status import (
     frontier_points,
     infeasibility,
@@ -289,6 +289,25 @@ def _not_planned(inputs: ReconcileInput, outcome: InvalidSpec | Infeasible | Ren
         history=list(current.history),
         outcome=outcome,
     )
+
+
+def refused_by_api(inputs: ReconcileInput, result: ReconcileResult, message: str) -> ReconcileResult:
+    """The API server refused objects this step applied with an error retrying cannot fix (422: invalid
+    for this cluster's validation; 403: forbidden): Degraded and not Progressing, one Warning naming the
+    objects and the server's reason, whatever already runs left running. The next re-check applies again,
+    so a fixed cluster (or spec) recovers without a restart."""
+    updates = [
+        ConditionUpdate(ConditionType.DEGRADED, TRUE, "ApplyRefused", message),
+        ConditionUpdate(ConditionType.PROGRESSING, FALSE, "ApplyRefused", message),
+    ]
+    # Transition times come from the stored conditions: a refusal found again on the next re-check
+    # changes nothing (no status write, no second Warning).
+    refusal = {c.type: c for c in apply_conditions(inputs.current.conditions, updates, inputs.now, inputs.generation)}
+    by_type = {c.type: c for c in result.status.conditions} | {u.type: refusal[u.type] for u in updates}
+    conditions = [by_type[kind] for kind in ORDER if kind in by_type]
+    event = EventNote("Warning", "ApplyRefused", message)
+    events = [*result.events, *_once(inputs.current, ConditionType.DEGRADED, updates[0], event)]
+    return replace(result, status=result.status.model_copy(update={"conditions": conditions}), events=tuple(events))
 
 
 def _once(
