@@ -25,7 +25,7 @@ prometheus:
 # configuration, the tuning timeline and the result against the oracle. (The GLM-5 example is
 # infeasible under the current calibration: `frontier plan -f examples/glm5-agentic-coding.yaml` says why.)
 demo: $(STAMP)
-	$(BIN)/frontier simulate -f examples/llama-70b-chat.yaml --hours 6
+	$(BIN)/frontier simulate -f examples/llama-70b-chat.yaml --hours 6 --mode auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests bench
