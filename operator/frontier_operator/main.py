@@ -109,6 +109,9 @@ def configure(settings: kopf.OperatorSettings, logger: logging.Logger | logging.
     )
     settings.persistence.finalizer = f"{PREFIX}/finalizer"
     settings.posting.level = logging.INFO
+    # Kopf's own short requests (status, Events, peering) time out like ours and are retried; its
+    # default, five minutes, would hold an object's processing that long on one hung request.
+    settings.networking.request_timeout = SETTINGS.api_timeout_seconds
     # Two replicas elect one active operator through Kopf peering (ClusterKopfPeering "frontier-operator").
     settings.peering.name = "frontier-operator"
     settings.peering.mandatory = False

@@ -321,7 +321,7 @@ def test_workloads_that_never_become_ready_leave_the_old_revision_serving(
     fail_readiness(kube_api, namespace, new["metadata"]["name"])
     before = standin.requests.count(verb="list", resource="deployments", namespace=namespace)
     wait_for(
-        lambda: standin.requests.count(verb="list", resource="deployments", namespace=namespace) >= before + 5,
+        lambda: standin.requests.count(verb="list", resource="deployments", namespace=namespace) >= before + 3,
         timeout=30,
         what="several re-checks",
     )
@@ -391,7 +391,7 @@ def test_objects_the_api_server_refuses_are_reported_and_retried_at_the_recheck_
         standin.requests.count(verb="patch", resource="frontiertargets"),
         time.monotonic(),
     )
-    wait_for(lambda: refusal.fired >= fired + 4, timeout=30, what="a few re-checks")
+    wait_for(lambda: refusal.fired >= fired + 3, timeout=30, what="a few re-checks")
     elapsed = time.monotonic() - started
     assert refusal.fired - fired <= elapsed / 1.0 + 2, f"{refusal.fired - fired} applies in {elapsed:.1f} s"
     assert standin.requests.count(verb="patch", resource="frontiertargets") == patches, "status rewritten each tick"

@@ -38,7 +38,7 @@ REFUSED_AT_THE_DOOR = [
 ]
 GOOD = ("llama-70b-chat", "kimi-k25-batch")
 # Seconds of re-checks (FRONTIER_RECHECK_SECONDS=1) the hot-loop check watches.
-WINDOW_RECHECKS = 8
+WINDOW_RECHECKS = 6
 
 
 def _named(hostile: Case, namespace: str) -> dict[str, Any]:
