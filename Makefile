@@ -51,7 +51,7 @@ unit: $(STAMP) sglang-parser
 
 # Rewrite tests/golden/ from the renderer; review the diff before committing it.
 golden: $(STAMP)
-	FRONTIER_UPDATE_GOLDEN=1 $(BIN)/pytest tests/render/test_golden.py
+	FRONTIER_UPDATE_GOLDEN=1 $(BIN)/pytest tests/render/test_golden.py tests/sweep/test_sweep_golden.py
 
 test: $(STAMP) prometheus lint layering crds-check unit
 

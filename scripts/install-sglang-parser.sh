@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Install SGLang 0.5.23's real command-line parser, and the router's, into the project venv, so the
 # render contract tests (tests/render/test_sglang_contract.py) check every emitted argv against them.
+# The same wheel carries the benchmark client's source (sglang/benchmark/serving.py): the sweep contract
+# tests (tests/sweep/test_benchmark_contract.py) build its parser from that file (tests/sglang_bench_parser.py)
+# rather than import the module, which would pull in transformers and Hugging Face datasets; they need only
+# `sglang.benchmark.goodput`, which imports msgspec (listed below).
 #
 # No GPU and no CUDA: torch is the CPU build, SGLang and the router come without their dependencies
 # (`pip check` will list sglang's GPU pins; that is expected), and only the modules that importing
@@ -21,6 +25,7 @@ assert version("sglang") == sys.argv[1] and version("sglang-router") == sys.argv
 from sglang.srt.server_args import ServerArgs  # noqa: F401
 from sglang.srt.arg_groups import pd_disaggregation_hook, serving_hook, validation_hook  # noqa: F401
 from sglang_router.router_args import RouterArgs  # noqa: F401
+from sglang.benchmark.goodput import GOODPUT_SLO_METRICS  # noqa: F401
 PY
 
 echo "installing SGLang ${SGLANG_VERSION}'s argument parser (CPU torch, no GPU packages)"

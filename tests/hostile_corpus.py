@@ -112,16 +112,15 @@ CASES = [
     case("duration-without-unit", put("spec.slo.tpot.p50", 30), *SHAPE),
     case("duration-as-list", put("spec.slo.tpot.p50", ["30ms"]), *SHAPE),
     case("rate-boolean", put("spec.workload.requestRate", True), *SHAPE),
-    # pydantic's lax mode reads "8" as 8 and "yes" as true: the schema refuses, the models accept the same
-    # meaning (LAX_COERCIONS below), so `frontier validate` is kinder than `kubectl apply` here.
-    case("max-gpus-text", put("spec.hardware.pools[0].maxGpus", "8"), "crd"),
+    # "8" for an integer and "yes" for a boolean: the schema refuses them, and the models (strict) too.
+    case("max-gpus-text", put("spec.hardware.pools[0].maxGpus", "8"), *SHAPE),
     case("max-gpus-fraction", put("spec.hardware.pools[0].maxGpus", 7.5), *SHAPE),
     case("pools-mapping", put("spec.hardware.pools", {"h100": {"gpu": "H100"}}), *SHAPE),
     case("quantizations-text", put("spec.search.quantizations", "fp8"), *SHAPE),
     case("node-selector-list", put("spec.hardware.pools[0].nodeSelector", ["gpu=h100"]), *SHAPE),
     case("node-selector-number-value", put("spec.hardware.pools[0].nodeSelector", {"zone": 3}), *SHAPE),
     case("tolerations-numbers", put("spec.hardware.pools[0].tolerations", [1, 2]), *SHAPE),
-    case("paused-text", put("spec.tuning.paused", "yes"), "crd"),
+    case("paused-text", put("spec.tuning.paused", "yes"), *SHAPE),
     case("env-value-object", put("spec.serving.env", [{"name": "A", "value": {"b": 1}}]), *SHAPE),
     # --- negative and huge numbers
     case("max-gpus-negative", put("spec.hardware.pools[0].maxGpus", -8), *SHAPE),

@@ -20,6 +20,7 @@ from frontier_operator import (
     cli_render,
     cli_simulate,
     cli_sre,
+    cli_sweep,
     crdgen,
 )
 from frontier_operator.api import SpecInvalid, load_target_file
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_operator.register(commands)
     cli_sre.register(commands)
     cli_perf.register(commands)
+    cli_sweep.register(commands)
     return parser
 
 

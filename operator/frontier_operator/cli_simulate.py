@@ -18,6 +18,7 @@ from typing import Any
 
 from frontier_operator.api import SpecInvalid, load_target_file
 from frontier_operator.api.spec import TuningMode
+from frontier_operator.api.units import GpuMinutes
 from frontier_operator.catalog.hf_config import HfConfigError
 from frontier_operator.planner.describe import describe_config
 from frontier_operator.planner.from_spec import SpecResolutionError
@@ -41,7 +42,9 @@ from frontier_operator.sim.report import (
     status_line,
     summary_lines,
 )
+from frontier_operator.sim.sweep import sweep_before_serving, sweep_summary
 from frontier_operator.sim.traffic import TrafficKind, source_from_spec
+from frontier_operator.sweep.results import comparison_rows
 from frontier_operator.validation import check_target
 
 EXIT_INVALID = 2
@@ -122,6 +125,13 @@ def _plot(result: SimulationResult, path: str) -> None:
     plt.close(figure)
 
 
+def _gpu_minutes(text: str) -> GpuMinutes:
+    try:
+        return GpuMinutes.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.hours > 0:
         return _invalid(args.file, f"--hours {args.hours}: must be positive")
@@ -151,6 +161,20 @@ def run(args: argparse.Namespace) -> int:
         # An unknown truth, a table that cannot serve the target, an unreadable trace.
         return _invalid(args.file, str(error).strip("'\""))
     mode = TuningMode(args.mode) if args.mode else None
+    swept = None
+    if args.sweep:
+        budget = float(args.sweep_budget) if args.sweep_budget else float(target.spec.sweep.budget)
+        if text:
+            print(f"sweeping on the twin before serving ({budget:.0f} GPU-min budget) …", flush=True)
+        try:
+            swept = sweep_before_serving(setup, budget_gpu_minutes=budget, seed=args.seed)
+        except InfeasibleTarget as infeasible:
+            print(f"{target_name(target)} is infeasible after the sweep: {infeasible.result.summary}", file=sys.stderr)
+            return EXIT_INFEASIBLE
+        setup = swept.setup
+        if text:
+            print("\n".join(swept.outcome.explanation))
+            print("\n".join(row.describe() for row in comparison_rows(swept.outcome.measurements)))
     if text:
         chosen = setup.plan.chosen
         lines = start_lines(
@@ -180,8 +204,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if text:
         print("\n".join(summary_lines(result)))
+        if swept is not None:
+            print(f"sweep: {swept.outcome.swept_points} points, {swept.outcome.gpu_minutes:.1f} GPU-min")
     else:
-        print(json.dumps(result_to_dict(result), indent=2))
+        output = result_to_dict(result)
+        if swept is not None:
+            summary = sweep_summary(swept.outcome)
+            output["summary"]["sweep_gpu_minutes"] = summary["sweep_gpu_minutes"]
+            output["summary"]["swept_points"] = summary["swept_points"]
+            output["sweep"] = summary
+        print(json.dumps(output, indent=2))
     if args.plot:
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         _plot(result, args.plot)
@@ -214,6 +246,14 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--no-oracle", action="store_true", help="skip sizing the oracle (faster; no cost ratio in the summary)"
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="before serving, run a budgeted benchmark sweep on the twin and re-plan on its measurements",
+    )
+    parser.add_argument(
+        "--sweep-budget", type=_gpu_minutes, metavar="GPU-TIME", help='e.g. "30 GPU-min" (default: spec.sweep.budget)'
     )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
     parser.add_argument("--plot", metavar="PNG", help="also draw the timeline to this PNG file")

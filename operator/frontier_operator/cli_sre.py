@@ -39,6 +39,14 @@ def format_status(target: dict[str, Any]) -> str:
         f"  revision     applied {status.get('appliedRevision', '-')}"
         f", planned {status.get('plan', {}).get('revision', '-')}"
     )
+    tuning = status.get("tuning") or {}
+    if tuning.get("applied"):
+        lines.append(f"  running      {tuning['applied']['summary']}")
+    if tuning.get("lastDecision"):
+        lines.append(
+            f"  decided      {tuning['lastDecision']} at {tuning.get('lastEvaluatedAt', '-')}: "
+            f"{tuning.get('lastDecisionReason', '')[:160]}"
+        )
     if status.get("canary"):
         canary = status["canary"]
         lines.append(

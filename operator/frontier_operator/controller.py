@@ -12,15 +12,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
 from kubernetes.client import ApiClient
+from pydantic import TypeAdapter
 
 from frontier_operator import metrics
-from frontier_operator.adapters import kube
+from frontier_operator.adapters import kube, prometheus
+from frontier_operator.adapters.prometheus import FleetSelector
 from frontier_operator.api import SpecInvalid, parse_target
 from frontier_operator.api.errors import FieldError
 from frontier_operator.api.spec import FrontierTargetSpec
@@ -30,10 +32,10 @@ from frontier_operator.catalog.hf_config import HfConfigError
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.planner.from_spec import SpecResolutionError, plan_request_from_spec
 from frontier_operator.planner.plan import make_plan
-from frontier_operator.planner.types import Infeasible, Plan
+from frontier_operator.planner.types import Infeasible, Plan, PlanRequest
 from frontier_operator.reconcile.core import (
-    EventNote,
     InvalidSpec,
+    ObservedWorkload,
     Outcome,
     Planned,
     ReconcileInput,
@@ -41,11 +43,31 @@ from frontier_operator.reconcile.core import (
     reconcile,
     refused_by_api,
 )
+from frontier_operator.reconcile.events import EventNote
 from frontier_operator.reconcile.merge_patch import merge_patch
+from frontier_operator.reconcile.plan_status import config_status
+from frontier_operator.reconcile.tuned_fleet import (
+    RenderedRecord,
+    fleet_state,
+    fresh_record,
+    overrides_from,
+    render_record,
+    tuning_due,
+    with_manifest_diff,
+)
+from frontier_operator.reconcile.tuning_record import ANNOTATION as RECORD_ANNOTATION
+from frontier_operator.reconcile.tuning_record import (
+    PlanBasis,
+    TuningRecord,
+    decode_record,
+    encode_record,
+    spec_key,
+)
+from frontier_operator.reconcile.tuning_tick import TickInput, TuningReport, tick
 from frontier_operator.render.errors import RenderError
-from frontier_operator.render.fleet import render_fleet
-from frontier_operator.render.layout import resolve_layout
-from frontier_operator.render.request import RenderRequest, owner_of
+from frontier_operator.tuning.policy import policy_from_spec
+from frontier_operator.tuning.replan import corrected_plan
+from frontier_operator.tuning.state import ModelContext
 from frontier_operator.validation import catalog_errors
 
 PLAN_CACHE_SIZE = 512
@@ -53,11 +75,20 @@ PLAN_CACHE_SIZE = 512
 
 @dataclass(frozen=True)
 class Step:
-    """What one reconcile wants Kopf to do: patch the status (None: unchanged) and post Events."""
+    """What one reconcile wants Kopf to do: patch the status (None: unchanged) and the target's annotations
+    (the tuning record, when it changed), and post Events."""
 
     status_patch: dict[str, Any] | None
     events: tuple[EventNote, ...]
     status: FrontierTargetStatus
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Tuned:
+    outcome: Planned | RenderFailed
+    report: TuningReport | None
+    record: TuningRecord | None
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -65,7 +96,7 @@ def _rfc3339(moment: datetime) -> str:
 
 
 @lru_cache(maxsize=PLAN_CACHE_SIZE)
-def _plan(spec_json: str, model_config_json: str) -> Plan | Infeasible:
+def _planning(spec_json: str, model_config_json: str) -> tuple[PlanRequest, Plan | Infeasible]:
     """Plan for one exact spec; raises SpecResolutionError or HfConfigError for names it cannot resolve."""
     spec = FrontierTargetSpec.model_validate_json(spec_json)
     model_config = json.loads(model_config_json)
@@ -73,12 +104,38 @@ def _plan(spec_json: str, model_config_json: str) -> Plan | Infeasible:
     request = plan_request_from_spec(spec, model_config=model_config)
     result = make_plan(request, PerformanceModel.default())
     metrics.PLAN_SECONDS.observe(time.perf_counter() - started)
-    return result
+    return request, result
 
 
-def plan_for(spec: FrontierTargetSpec, model_config: Mapping[str, Any] | None) -> Plan | Infeasible:
+@lru_cache(maxsize=PLAN_CACHE_SIZE)
+def _corrected(spec_json: str, model_config_json: str, basis_json: str) -> Plan | Infeasible:
+    """The plan in force after a re-plan, re-derived from what the tuning record stores (memoised like plans)."""
+    request, _ = _planning(spec_json, model_config_json)
+    basis = _BASIS.validate_json(basis_json)
+    return corrected_plan(request, PerformanceModel.default(), basis.calibration, basis.workload)
+
+
+_BASIS = TypeAdapter(PlanBasis)
+
+
+@dataclass(frozen=True)
+class _Planning:
+    spec_json: str
+    model_config_json: str
+    request: PlanRequest
+    result: Plan | Infeasible
+
+    def corrected(self, basis: PlanBasis | None) -> Plan | Infeasible:
+        if basis is None:
+            return self.result
+        return _corrected(self.spec_json, self.model_config_json, _BASIS.dump_json(basis).decode())
+
+
+def _planned(spec: FrontierTargetSpec, model_config: Mapping[str, Any] | None) -> _Planning:
     spec_json = spec.model_dump_json(by_alias=True)
-    return _plan(spec_json, json.dumps(model_config, sort_keys=True))
+    config_json = json.dumps(model_config, sort_keys=True)
+    request, result = _planning(spec_json, config_json)
+    return _Planning(spec_json, config_json, request, result)
 
 
 class Controller:
@@ -156,14 +213,16 @@ class Controller:
             raise SpecInvalid([FieldError(path, f"{ref.name}/{ref.key} is not a JSON object", "store config.json")])
         return loaded
 
-    def outcome(self, body: Mapping[str, Any], namespace: str) -> tuple[FrontierTarget | None, Outcome]:
+    def _resolve(
+        self, body: Mapping[str, Any], namespace: str
+    ) -> tuple[FrontierTarget | None, _Planning | InvalidSpec]:
         try:
             target = parse_target(body)
             problems = catalog_errors(target.spec) if target.spec.model.config is None else []
             if problems:
                 raise SpecInvalid(problems)
             model_config = self._model_config(target, namespace)
-            result = plan_for(target.spec, model_config)
+            return target, _planned(target.spec, model_config)
         except SpecInvalid as invalid:
             return None, InvalidSpec(invalid.errors)
         except SpecResolutionError as unresolved:
@@ -171,34 +230,64 @@ class Controller:
         except HfConfigError as bad_config:
             path = f"spec.model.config ({bad_config.field})"
             return None, InvalidSpec((FieldError(path, bad_config.message, bad_config.hint or "fix config.json"),))
-        if isinstance(result, Infeasible):
-            return target, result
-        chosen = result.chosen
-        request = RenderRequest(target=target, config=chosen.config, pool_name=chosen.pool.name, owner=owner_of(target))
-        try:
-            objects = tuple(render_fleet(request))
-            revision = resolve_layout(request).revision
-        except RenderError as error:
-            return target, RenderFailed(result, error.reason.value, error.detail)
-        return target, Planned(result, revision, objects)
+
+    def outcome(self, body: Mapping[str, Any], namespace: str) -> tuple[FrontierTarget | None, Outcome]:
+        """What the operator makes of a body before any tuning: a refusal, an infeasibility, or the plan's fleet."""
+        target, planning = self._resolve(body, namespace)
+        if isinstance(planning, InvalidSpec) or target is None:
+            return None, planning if isinstance(planning, InvalidSpec) else InvalidSpec(())
+        if isinstance(planning.result, Infeasible):
+            return target, planning.result
+        tuned = self._tuned(
+            target=target,
+            planning=planning,
+            plan=planning.result,
+            annotations={},
+            current=FrontierTargetStatus(),
+            observed=(),
+            now=self.clock(),
+        )
+        return target, tuned.outcome
 
     # -------------------------------------------------------------------------------- reconcile
 
     def reconcile(self, body: Mapping[str, Any], *, force_apply: bool) -> Step:
         metadata = body.get("metadata", {})
         namespace, name = metadata.get("namespace", "default"), metadata.get("name", "")
+        annotations: Mapping[str, str] = metadata.get("annotations") or {}
         raw_status = body.get("status") or {}
         current = _tolerant_status(raw_status)
-        target, outcome = self.outcome(body, namespace)
+        now = self.clock()
+        target, planning = self._resolve(body, namespace)
         observed = tuple(kube.list_workloads(self.api, namespace, name))
+        outcome: Outcome
+        report: TuningReport | None = None
+        record_text: str | None = None
+        if isinstance(planning, InvalidSpec):
+            outcome = planning
+        elif isinstance(planning.result, Infeasible) or target is None:
+            outcome = planning.result if isinstance(planning.result, Infeasible) else InvalidSpec(())
+        else:
+            tuned = self._tuned(
+                target=target,
+                planning=planning,
+                plan=planning.result,
+                annotations=annotations,
+                current=current,
+                observed=observed,
+                now=now,
+            )
+            outcome, report = tuned.outcome, tuned.report
+            record_text = encode_record(tuned.record) if tuned.record is not None else None
         inputs = ReconcileInput(
             spec=target.spec if target is not None else None,
             outcome=outcome,
             observed=observed,
             current=current,
             generation=int(metadata.get("generation", 0)),
-            now=_rfc3339(self.clock()),
+            now=_rfc3339(now),
             force_apply=force_apply,
+            tuning=report,
         )
         result = reconcile(inputs)
         refused = []
@@ -225,7 +314,116 @@ class Controller:
         old_status = {key: value for key, value in raw_status.items() if key != "kopf"}
         patch = merge_patch(old_status, new_status)
         self._export((namespace, name), target.spec if target is not None else None, result.status)
-        return Step(status_patch=patch or None, events=_unique(events), status=result.status)
+        record_patch = (
+            {RECORD_ANNOTATION: record_text}
+            if record_text is not None and record_text != annotations.get(RECORD_ANNOTATION)
+            else {}
+        )
+        return Step(status_patch=patch or None, events=_unique(events), status=result.status, annotations=record_patch)
+
+    # -------------------------------------------------------------------------------- tuning
+
+    def _tuned(
+        self,
+        *,
+        target: FrontierTarget,
+        planning: _Planning,
+        plan: Plan,
+        annotations: Mapping[str, str],
+        current: FrontierTargetStatus,
+        observed: tuple[ObservedWorkload, ...],
+        now: datetime,
+    ) -> _Tuned:
+        """The fleet to render — the plan's, or what the tuning loop made of it — after a tick if one is due."""
+        spec = target.spec
+        key = spec_key(spec)
+        record = decode_record(annotations.get(RECORD_ANNOTATION))
+        if record is None or record.spec_key != key:
+            record = fresh_record(key, plan, spec.serving.image)
+        in_force = planning.corrected(record.plan_basis)
+        shown = in_force if isinstance(in_force, Plan) else plan
+        report = None
+        seconds = now.timestamp()
+        try:
+            rendered = render_record(target, record)
+        except RenderError as error:
+            # What the record describes cannot be rendered any more (e.g. a catalog change): say so, keep it.
+            return _Tuned(RenderFailed(shown, error.reason.value, error.detail), None, None)
+        record = rendered.record
+        if tuning_due(record, spec, current, seconds):
+            model = ModelContext(
+                request=planning.request,
+                predictor=PerformanceModel.default(),
+                calibration=record.calibration,
+                plan=in_force,
+                plan_workload=record.plan_basis.workload if record.plan_basis else planning.request.workload,
+                image=spec.serving.image,
+            )
+            inputs = self._tick_input(
+                target=target,
+                record=record,
+                rendered=rendered,
+                model=model,
+                annotations=annotations,
+                observed=observed,
+                now=now,
+            )
+            result = tick(inputs)
+            report = result.report
+            try:
+                after = render_record(target, result.record)
+                report = with_manifest_diff(report, target, after, seconds)
+            except RenderError as error:
+                # The action asks for a fleet the renderer refuses: nothing changes; the tick's learning stays.
+                record = replace(record, calibration=result.record.calibration, last_tick_at=seconds)
+                failed = f"{report.last_decision}: not applied, it cannot be rendered: {error.detail}"[:4000]
+                report = replace(report, history=(), events=(EventNote("Warning", "TuningActionFailed", failed),))
+            else:
+                rendered, record = after, after.record
+                if result.applied is not None:
+                    metrics.DECISIONS.labels(type(result.applied).__name__).inc()
+        tuned = None
+        applied = record.applied
+        # Against the plan status shows (after a re-plan, the corrected one): where the fleet differs from it,
+        # status must say what actually runs.
+        if applied.config != shown.chosen.config or applied.pool != shown.chosen.pool.name:
+            pool = next(p for p in planning.request.pools if p.name == applied.pool)
+            tuned = config_status(applied.config, applied.pool, pool.gpu.name)
+        outcome = Planned(shown, rendered.stable.revision, rendered.stable.objects, rendered.canary, tuned)
+        return _Tuned(outcome, report, record)
+
+    def _tick_input(
+        self,
+        *,
+        target: FrontierTarget,
+        record: TuningRecord,
+        rendered: RenderedRecord,
+        model: ModelContext,
+        annotations: Mapping[str, str],
+        observed: tuple[ObservedWorkload, ...],
+        now: datetime,
+    ) -> TickInput:
+        spec = target.spec
+        namespace = str(target.metadata.get("namespace") or "default")
+        name = str(target.metadata.get("name", ""))
+        # Every revision of the target: the decision layer tells stable from canary by the variant label, and
+        # waits for a change to leave the window before it trusts the numbers (pods of a pruned revision fade).
+        selector = FleetSelector(namespace=namespace, target=name)
+        answer = prometheus.query_fleet(spec.tuning.prometheus_url, selector, float(spec.tuning.window))
+        crash_looping = rendered.canary is not None and kube.crash_looping(
+            self.api, namespace, name, rendered.canary.revision
+        )
+        return TickInput(
+            record=record,
+            model=model,
+            policy=policy_from_spec(spec.tuning),
+            observation=answer.observation,
+            metrics_error=answer.error,
+            fleet=fleet_state(rendered, observed, canary_crash_looping=crash_looping),
+            overrides=overrides_from(annotations),
+            now=now.timestamp(),
+            now_text=_rfc3339(now),
+        )
 
 
 def _timestamp(rfc3339: str) -> float:

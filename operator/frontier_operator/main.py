@@ -46,6 +46,8 @@ def _reconcile(body: kopf.Body, patch: kopf.Patch, trigger: str, *, force_apply:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
     if step.status_patch:
         patch.status.update(step.status_patch)
+    for key, value in step.annotations.items():
+        patch.metadata.annotations[key] = value
     metrics.RECONCILES.labels(trigger, "ok").inc()
 
 

@@ -174,6 +174,8 @@ class ApiRouter:
         self.bookmark_interval = bookmark_interval
         self.stopping: asyncio.Event | None = None
         self.server_address = ""
+        # Pod logs by (namespace, pod name); the stand-in runs no container, tests write what one printed.
+        self.pod_logs: dict[tuple[str, str], str] = {}
 
     async def handle(self, raw: aiohttp.web.BaseRequest, body: bytes) -> aiohttp.web.StreamResponse | None:
         path = parse_api_path(raw.path)
@@ -234,6 +236,8 @@ class ApiRouter:
         if path.endpoint != "resource":
             return self._discovery(path)
         resource_type = self._resource_type(path, info)
+        if path.subresource == "log" and path.plural == "pods" and info.verb == "get":
+            return self._pod_log(resource_type, path)
         if path.subresource not in (None, "status"):
             raise errors.ApiError(404, "NotFound", f"the stand-in does not serve the {path.subresource} subresource")
         payload = _parse_body(body, info.content_type)
@@ -301,6 +305,13 @@ class ApiRouter:
                     }
                 )
         raise errors.method_not_allowed(info.verb)
+
+    def _pod_log(self, resource_type: ResourceType, path: ApiPath) -> aiohttp.web.StreamResponse:
+        """A pod's log: what a test (the benchmark Job runner, `jobs.py`) wrote for it, for an existing pod."""
+        assert path.name is not None
+        self.store.get(resource_type, path.namespace, path.name)  # 404 for a pod that does not exist
+        text = self.pod_logs.get((path.namespace or "", path.name), "")
+        return aiohttp.web.Response(text=text, content_type="text/plain")
 
     def _list(self, resource_type: ResourceType, namespace: str | None, params: Mapping[str, str]) -> dict[str, Any]:
         limit = int(params["limit"]) if params.get("limit", "").isdigit() and int(params["limit"]) > 0 else None

@@ -11,7 +11,8 @@ from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.model import PerformanceModel
 from perf_support import gpu, ideal_calibration, model, unified, worker, workload
 
-MODELS = ("Llama-3.1-8B-Instruct", "Qwen3-32B", "Qwen3-235B-A22B", "DeepSeek-R1", "gpt-oss-120b")
+# GLM-5 brings DeepSeek Sparse Attention: the core reads the top-k latents, the indexer every key.
+MODELS = ("Llama-3.1-8B-Instruct", "Qwen3-32B", "Qwen3-235B-A22B", "DeepSeek-R1", "gpt-oss-120b", "GLM-5")
 GPUS = ("H100", "H200", "B200", "GB200")
 FORMATS = ("bf16", "fp8", "fp8-block", "nvfp4", "mxfp4")
 TPS = (1, 2, 4, 8)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
+from statistics import NormalDist
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +18,7 @@ from frontier_operator.planner.choose import (
     objective_key,
     rank,
     safety_margin,
+    slo_margin,
     worst_ratio,
 )
 from frontier_operator.planner.types import Evaluated, Objective, SloBound, SloMetric
@@ -33,6 +37,28 @@ def test_margin_shrinks_as_calibration_confidence_grows() -> None:
 def test_margin_grows_with_the_model_error() -> None:
     assert safety_margin(0.20, 0.0) > safety_margin(0.10, 0.0)
     assert safety_margin(0.0, 0.0) == MIN_MARGIN
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.15, 0.4, 0.8])
+def test_margin_covers_nine_in_ten_log_normal_errors(sigma: float) -> None:
+    # The model's error is multiplicative: measured = predicted · exp(ε), ε ~ N(0, σ). A prediction kept under
+    # limit / (1 + margin) then meets the limit with probability P(ε ≤ log(1 + margin)) = 90 %.
+    margin = safety_margin(sigma, 0.0)
+    assert NormalDist(0.0, sigma).cdf(math.log1p(margin)) == pytest.approx(0.90, abs=1e-3)
+
+
+def test_each_slo_gets_the_margin_of_its_own_metric() -> None:
+    # TTFT is predicted far less accurately than TPOT: its SLO keeps a wide margin, TPOT's a narrow one.
+    shaky_ttft = replace(prediction(0.010, 1.0), ttft_uncertainty=0.5, tpot_uncertainty=0.1)
+    tpot_check, ttft_check = check_slos([TPOT_20MS, TTFT_2S], shaky_ttft)
+    assert ttft_check.margin == pytest.approx(safety_margin(0.5, 0.0))
+    assert tpot_check.margin == pytest.approx(safety_margin(0.1, 0.0))
+    assert ttft_check.required_s == pytest.approx(2.0 / (1 + ttft_check.margin))
+    e2e = SloBound(SloMetric.E2E, 99, 30.0)
+    assert slo_margin(shaky_ttft, e2e, 0.0) == ttft_check.margin  # end-to-end carries the larger error
+    # A predictor that gives only the overall figure: every metric uses it.
+    overall = prediction(0.010, 1.0)
+    assert {check.margin for check in check_slos([TPOT_20MS, TTFT_2S], overall)} == {safety_margin(0.1, 0.0)}
 
 
 def prediction(tpot_s: float, ttft_s: float, cost: float = 1.0, capacity: float = 10.0) -> Prediction:

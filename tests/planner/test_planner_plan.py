@@ -9,7 +9,7 @@ import pytest
 
 from frontier_operator.perf.types import Role
 from frontier_operator.planner import search as search_module
-from frontier_operator.planner.choose import check_slos, safety_margin
+from frontier_operator.planner.choose import check_slos, slo_margin
 from frontier_operator.planner.explain import alternatives
 from frontier_operator.planner.legality import check_fleet, check_worker, legality_context
 from frontier_operator.planner.plan import make_plan
@@ -48,9 +48,10 @@ def plan_of(planning: PlanRequest, predictor: FakePredictor | None = None) -> Pl
 def test_the_choice_meets_every_slo_with_the_margin(name: str) -> None:
     planning = REQUESTS[name]
     chosen = plan_of(planning).chosen
-    margin = safety_margin(chosen.prediction.uncertainty, planning.calibration_confidence)
-    assert chosen.margin == margin > 0
-    for check in chosen.checks:
+    margins = [slo_margin(chosen.prediction, check.bound, planning.calibration_confidence) for check in chosen.checks]
+    assert [check.margin for check in chosen.checks] == margins
+    assert chosen.margin == max(margins) > 0
+    for check, margin in zip(chosen.checks, margins, strict=True):
         assert check.predicted_s <= check.bound.limit_s / (1 + margin)
     assert chosen.within_budget and chosen.sustains_rate and chosen.allowed
     assert chosen.prediction.max_request_rate_per_s >= planning.workload.request_rate_per_s
@@ -84,7 +85,7 @@ def test_the_batch_cap_sits_at_the_slo_knee() -> None:
     knee = chosen.knee
     assert knee is not None and knee.binding is not None and knee.binding.metric is SloMetric.TPOT
     assert knee.next_cap is not None and knee.next_value_s is not None
-    required = knee.binding.limit_s / (1 + chosen.margin)
+    required = next(check.required_s for check in chosen.checks if check.bound == knee.binding)
     assert knee.next_value_s > required  # one CUDA-graph size more would break the bound
     worker = chosen.config.roles[0].worker
     context = planning.workload.input_tokens.mean + planning.workload.output_tokens.mean / 2
@@ -270,5 +271,5 @@ def test_the_infeasible_nearest_point_reports_its_misses() -> None:
     assert result.nearest is not None
     misses = [check for check in result.nearest.checks if not check.met]
     assert misses and all(check.bound.metric is SloMetric.TPOT for check in misses)
-    recheck = check_slos([c.bound for c in result.nearest.checks], result.nearest.prediction, result.nearest.margin)
+    recheck = check_slos([c.bound for c in result.nearest.checks], result.nearest.prediction)
     assert recheck == result.nearest.checks

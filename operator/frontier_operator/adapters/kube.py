@@ -191,6 +191,22 @@ def _observed(kind: str, item: dict[str, Any]) -> ObservedWorkload:
     )
 
 
+# A container restarted this often, or waiting in back-off, is crash-looping (not merely slow to load).
+CRASH_RESTARTS = 3
+PODS = Resource("", "v1", "pods")
+
+
+def crash_looping(api: ApiClient, namespace: str, target: str, revision: str) -> bool:
+    """Whether any pod of the revision is crash-looping (CrashLoopBackOff, or restarted CRASH_RESTARTS times)."""
+    listed = _call(api, "GET", PODS.collection_path(namespace), query=[("labelSelector", _selector(target, revision))])
+    for pod in listed.get("items", []):
+        for container in (pod.get("status") or {}).get("containerStatuses") or []:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") == "CrashLoopBackOff" or int(container.get("restartCount", 0)) >= CRASH_RESTARTS:
+                return True
+    return False
+
+
 def prune_revisions(api: ApiClient, namespace: str, target: str, revisions: Iterable[str]) -> None:
     """Delete every owned object of the given revisions, kind by kind."""
     for revision in revisions:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,10 +51,43 @@ def parse_target(document: Any) -> FrontierTarget:
         problems.append(FieldError("metadata.name", "is required", "give the target a name"))
     if problems:
         raise SpecInvalid(problems)
+    # The status is the operator's own record, read tolerantly elsewhere; only what users write is judged.
+    written = {key: value for key, value in document.items() if key != "status"}
+    odd = _first_non_json(written, "")
+    if odd is not None:
+        path, value = odd
+        problem = FieldError(path, f"{type(value).__name__} is not a JSON value", "write a string, number or boolean")
+        raise SpecInvalid([problem])
+    # Strict, as the API server's schema is: "8" is not an integer and "yes" is not a boolean. Through JSON,
+    # so that strictness still reads enums and unit strings the way the wire spells them.
+    text = json.dumps(written)
     try:
-        return FrontierTarget.model_validate(document)
+        return FrontierTarget.model_validate_json(text, strict=True)
     except ValidationError as exc:
         raise SpecInvalid(field_errors(exc)) from None
+
+
+def _first_non_json(value: Any, path: str) -> tuple[str, Any] | None:
+    """The first value YAML can hold but JSON cannot (bytes, a date, NaN, a non-string key), with its path."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path or "(document)", key
+            found = _first_non_json(item, f"{path}.{key}" if path else key)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _first_non_json(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float) and math.isfinite(value):
+        return None
+    return path, value
 
 
 # A FrontierTarget is a few hundred values; an inline config.json a few thousand. A document expanding

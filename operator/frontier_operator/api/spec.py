@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from frontier_operator.api.base import ApiModel
+from frontier_operator.api.sweep import SweepSpec
 from frontier_operator.api.units import Duration, Fraction, Price, Rate, TokenCount
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -593,3 +594,5 @@ class FrontierTargetSpec(ApiModel):
     """Closed-loop tuning. Default: recommend mode, 60s interval."""
     serving: ServingSpec = ServingSpec()
     """Engine pod settings. Default: the pinned SGLang image."""
+    sweep: SweepSpec = SweepSpec()
+    """Benchmark sweeps of candidate configurations. Default: 30 GPU-min, on request only."""

@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import Field
 
 from frontier_operator.api.base import ApiModel
+from frontier_operator.api.sweep import SweepStatus
 
 MAX_LIST = 20
 
@@ -275,6 +276,20 @@ class CanaryStatus(ApiModel):
     """When it started (RFC 3339)."""
 
 
+class TuningStatus(ApiModel):
+    """What the closed loop runs and what it decided last."""
+
+    applied: ConfigStatus | None = None
+    """The configuration serving stable traffic: the plan's until tuning changes it (batch cap, replicas, P:D,
+    a promoted canary)."""
+    last_evaluated_at: str | None = None
+    """When metrics were last read and a decision taken (RFC 3339)."""
+    last_decision: str | None = None
+    """The last decision, e.g. `scale decode replicas 2 → 3` or `no action (Cooldown)`."""
+    last_decision_reason: Annotated[str | None, Field(max_length=4096)] = None
+    """Why, in a sentence."""
+
+
 class HistoryEntry(ApiModel):
     time: str
     """When (RFC 3339)."""
@@ -313,5 +328,9 @@ class FrontierTargetStatus(ApiModel):
     """Revision under canary, if any."""
     recommendation: Recommendation | None = None
     """Pending proposal (recommend mode)."""
+    tuning: TuningStatus = TuningStatus()
+    """The closed loop: the configuration it runs and its last decision."""
     history: Annotated[list[HistoryEntry], Field(max_length=MAX_LIST)] = []
     """Recent changes with reasons, newest last."""
+    sweep: SweepStatus = SweepStatus()
+    """The last benchmark sweep: measured against predicted points and GPU time used."""

@@ -42,6 +42,8 @@ _RATE = re.compile(rf"^({_NUMBER})(?:/(s|sec|second|min|minute|h|hour))?$")
 _TOKEN_SUFFIXES = {"": 1, "k": 1000, "K": 1000, "M": 1000**2, "Ki": 1024, "Mi": 1024**2}
 _TOKENS = re.compile(rf"^({_NUMBER})(k|K|M|Ki|Mi)?$")
 
+_GPU_TIME_UNITS = {"min": 1.0, "h": 60.0}
+_GPU_TIME = re.compile(rf"^({_NUMBER}) ?GPU-(min|h)$")
 _PRICE = re.compile(rf"^\$?({_NUMBER})(?:/(?:h|hr|hour))?$")
 _PERCENT = re.compile(rf"^({_NUMBER})%$")
 
@@ -249,6 +251,27 @@ class Fraction(_Quantity):
         if percent > 100:
             raise _reject(f'"{_clip(text)}" is above 100%', "write a percentage between 0% and 100%")
         return cls(percent / 100, text)
+
+
+class GpuMinutes(_Quantity):
+    """GPU time in GPU-minutes (one GPU held for one minute), written `30 GPU-min` or `2 GPU-h`."""
+
+    kind = "GPU time"
+    example = '"30 GPU-min" or "2 GPU-h"'
+    json_schema: ClassVar[dict[str, Any]] = {"type": "string", "pattern": _GPU_TIME.pattern, "maxLength": 32}
+
+    @classmethod
+    def parse(cls, value: Any) -> GpuMinutes:
+        text = _text_of(value)
+        if _finite_number(value) is not None:
+            raise _reject(f"{_clip(text)} has no unit", f'write "{_clip(text)} GPU-min"')
+        match = _GPU_TIME.match(text) if isinstance(value, str) else None
+        if match is None:
+            raise cls._reject_text(value, _GPU_TIME)
+        minutes = float(match.group(1)) * _GPU_TIME_UNITS[match.group(2)]
+        if not math.isfinite(minutes):
+            raise _too_large(text, cls.kind)
+        return cls(minutes, text)
 
 
 class TokenCount(int):

@@ -401,6 +401,9 @@ def _mla_dims(text: _Section) -> MlaDims | None:
         qk_nope_head_dim=text.integer("qk_nope_head_dim"),
         qk_rope_head_dim=text.integer("qk_rope_head_dim"),
         v_head_dim=text.integer("v_head_dim"),
+        index_topk=(text.optional_integer("index_topk") or 0) if text.has("index_n_heads") else 0,
+        index_heads=text.integer("index_n_heads") if text.has("index_n_heads") else 0,
+        index_head_dim=text.integer("index_head_dim") if text.has("index_n_heads") else 0,
     )
 
 

@@ -217,6 +217,9 @@ def _mla(entry: _Entry) -> MlaDims | None:
         qk_nope_head_dim=mla.positive_int("qk_nope_head_dim"),
         qk_rope_head_dim=mla.positive_int("qk_rope_head_dim"),
         v_head_dim=mla.positive_int("v_head_dim"),
+        index_topk=mla.count("index_topk"),
+        index_heads=mla.count("index_n_heads"),
+        index_head_dim=mla.count("index_head_dim"),
     )
 
 

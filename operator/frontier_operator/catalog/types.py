@@ -25,6 +25,12 @@ class MlaDims:
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    # DeepSeek Sparse Attention (GLM-5, DeepSeek-V3.2): a "lightning indexer" scores every cached token with
+    # `index_heads` × `index_head_dim` FP8 keys and the attention core reads only the `index_topk` best.
+    # 0 = dense MLA.
+    index_topk: int = 0
+    index_heads: int = 0
+    index_head_dim: int = 0
 
 
 @dataclass(frozen=True)

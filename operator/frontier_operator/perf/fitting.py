@@ -2,14 +2,15 @@
 
 For every family (GPU compute architecture) we minimise, over the log of each coefficient,
 
-    Σ_rows soft-L1( log(predicted TTFT / measured TTFT) ) + soft-L1( log(predicted TPOT / measured TPOT) )
+    Σ_rows w_model · [soft-L1(log(TTFT_pred / TTFT_meas)) + soft-L1(log(TPOT_pred / TPOT_meas))]
       + Σ_coefficients ((log c − log prior) / PRIOR_SIGMA)²
 
-with a bounded Levenberg–Marquardt iteration (pure Python, deterministic: the same rows give the same
-coefficients to the last digit). Log residuals make the fit scale-free (a 2 ms and a 2 s TTFT count alike);
-the soft-L1 loss (IRLS weights 1/√(1 + (r/δ)²)) keeps a few wild rows — a benchmark stuck behind a KV-cache
-stall — from dragging the rest; the weak prior keeps coefficients that the rows barely constrain near
-physically sensible values instead of letting them wander to a bound.
+with a bounded Levenberg–Marquardt iteration from three deterministic starting points, keeping the best
+(pure Python, deterministic: the same rows give the same coefficients to the last digit). `w_model` gives
+every model architecture the same total weight in its family. Log residuals make the fit scale-free (a
+2 ms and a 2 s TTFT count alike); the soft-L1 loss (IRLS weights 1/√(1 + (r/δ)²)) keeps a few wild rows
+— a benchmark stuck behind a KV-cache stall — from dragging the rest; the weak prior keeps coefficients
+that the rows barely constrain near physically sensible values instead of letting them wander to a bound.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from frontier_operator.perf.calibration import (
@@ -226,6 +227,14 @@ class FitOptions:
 
     max_iterations: int = MAX_ITERATIONS
     starts: int = len(_START_SCALES)
+    # Start from these coefficients instead of the priors (then `starts` − 1 of the fixed starts follow).
+    # A refit on a subset of the rows (leave-one-model-out) starts where the full fit ended: it lands in the
+    # same valley in a fraction of the iterations.
+    warm_start: Coefficients | None = None
+
+
+# Refits of the held-out estimate: warm-started from the full fit, one start.
+HELD_OUT_OPTIONS = FitOptions(starts=1)
 
 
 def fit_family(
@@ -233,8 +242,17 @@ def fit_family(
 ) -> FamilyFit:
     problem = _FamilyProblem(arch, cases, base)
     best: tuple[float, list[float]] | None = None
-    for scale_efficiency, scale_overhead in _START_SCALES[: max(1, options.starts)]:
-        z_start = _levenberg_marquardt(problem, _start(scale_efficiency, scale_overhead), options.max_iterations)
+    starts = [_start(scale_efficiency, scale_overhead) for scale_efficiency, scale_overhead in _START_SCALES]
+    if options.warm_start is not None:
+        lower, upper = _bounds()
+        warm = options.warm_start.as_dict()
+        point = [
+            min(max(math.log(max(warm[name], 1e-300)), lo), hi)
+            for name, lo, hi in zip(_NAMES, lower, upper, strict=True)
+        ]
+        starts = [point, *starts]
+    for z0 in starts[: max(1, options.starts)]:
+        z_start = _levenberg_marquardt(problem, z0, options.max_iterations)
         score = _objective(problem, z_start)
         if best is None or score < best[0]:
             best = (score, z_start)
@@ -246,6 +264,83 @@ def fit_family(
     ttft = [r.ttft for r in residuals if r.ttft is not None]
     tpot = [r.tpot for r in residuals if r.tpot is not None]
     return FamilyFit(coefficients, rows=len(cases), ttft_sigma=robust_sigma(ttft), tpot_sigma=robust_sigma(tpot))
+
+
+def held_out_key(case: SiliconCase) -> str:
+    """The unit left out together: one model (its checkpoint path as the CSV names it)."""
+    return case.model_path
+
+
+def _held_out_job(job: tuple[str, str, list[SiliconCase], FitOptions]) -> tuple[str, str, FamilyFit]:
+    group, arch, cases, options = job
+    return group, arch, fit_family(arch, cases, Calibration.uncalibrated(), options)
+
+
+def leave_one_out_calibrations(
+    training: Sequence[SiliconCase],
+    predicted: Sequence[SiliconCase],
+    full: Calibration,
+    *,
+    key: Callable[[SiliconCase], str] = held_out_key,
+    workers: int = 1,
+    options: FitOptions = HELD_OUT_OPTIONS,
+    warm: bool = True,
+) -> dict[str, Calibration]:
+    """Per held-out group of `predicted`: the calibration refitted without that group's rows.
+
+    Only the families that hold rows of the group are refitted, on `training` minus the group, warm-started
+    from `full` (or, without `warm`, from the priors as `options` says). The other families keep `full`,
+    which is what a refit returns: a family only sees its own rows and the fit is deterministic. A family
+    left with no rows runs on the priors, as an unseen GPU would.
+    """
+    groups = sorted({key(case) for case in predicted})
+    jobs: list[tuple[str, str, list[SiliconCase], FitOptions]] = []
+    for group in groups:
+        touched = sorted({case.gpu.arch for case in predicted if key(case) == group})
+        for arch in touched:
+            rows = [case for case in training if case.gpu.arch == arch and key(case) != group]
+            if not rows:
+                continue
+            start = replace(options, warm_start=full.family(arch).coefficients) if warm else options
+            jobs.append((group, arch, rows, start))
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_held_out_job, jobs))
+    else:
+        results = [_held_out_job(job) for job in jobs]
+    out: dict[str, Calibration] = {}
+    for group in groups:
+        calibration = full
+        for arch in sorted({case.gpu.arch for case in predicted if key(case) == group}):
+            refit = next((fit for g, a, fit in results if g == group and a == arch), None)
+            if refit is None:
+                calibration = Calibration(
+                    tuple((a, f) for a, f in calibration.families if a != arch), calibration.provenance
+                )
+            else:
+                calibration = calibration.with_family(arch, refit)
+        out[group] = calibration
+    return out
+
+
+def held_out_sigmas(
+    cases: Sequence[SiliconCase], calibrations: dict[str, Calibration], key: Callable[[SiliconCase], str] = held_out_key
+) -> dict[str, tuple[float, float]]:
+    """Per family: robust one-sigma of log(predicted / measured) TTFT and TPOT on rows predicted held-out."""
+    ttft: dict[str, list[float]] = {}
+    tpot: dict[str, list[float]] = {}
+    for case in cases:
+        residual = case_residual(PerformanceModel(calibrations[key(case)]), case)
+        if residual is None:
+            continue
+        if residual.ttft is not None:
+            ttft.setdefault(case.gpu.arch, []).append(residual.ttft)
+        if residual.tpot is not None:
+            tpot.setdefault(case.gpu.arch, []).append(residual.tpot)
+    return {
+        arch: (robust_sigma(ttft.get(arch, [])), robust_sigma(tpot.get(arch, [])))
+        for arch in sorted(set(ttft) | set(tpot))
+    }
 
 
 def fittable(cases: Sequence[SiliconCase]) -> list[SiliconCase]:
@@ -276,11 +371,18 @@ def fit_calibration(
     progress: Callable[[str], None] | None = None,
     workers: int = 1,
     options: FitOptions = FitOptions(),
+    *,
+    held_out: bool = True,
 ) -> Calibration:
     """One FamilyFit per GPU compute architecture present in `cases`, families in sorted order.
 
     Families are independent (a row only ever uses its own GPU's coefficients), so `workers` > 1 fits
     them in parallel processes; the result does not depend on it.
+
+    With `held_out` (what ships), each family's TTFT and TPOT sigma is measured leave-one-model-out on the
+    fully specified rows — every model predicted by a refit that never saw it — not on the fit's own
+    residuals: it is the error the planner should expect on a model it plans for, and it is what sizes the
+    safety margin. Without it, the in-sample residual spread (quick looks, tests).
     """
     usable = fittable(cases)
     by_arch: dict[str, list[SiliconCase]] = {}
@@ -298,6 +400,14 @@ def fit_calibration(
     calibration = Calibration(families=(), provenance=tuple(sorted((provenance or {}).items())))
     for arch, fit in results:
         calibration = calibration.with_family(arch, fit)
+    if not held_out:
+        return calibration
+    if progress is not None:
+        progress("leave-one-model-out refits for the held-out error")
+    refits = leave_one_out_calibrations(usable, usable, calibration, workers=workers)
+    for arch, (ttft_sigma, tpot_sigma) in held_out_sigmas(usable, refits).items():
+        fit = calibration.family(arch)
+        calibration = calibration.with_family(arch, replace(fit, ttft_sigma=ttft_sigma, tpot_sigma=tpot_sigma))
     return calibration
 
 

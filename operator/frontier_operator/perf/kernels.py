@@ -250,6 +250,34 @@ def attended_tokens(arch: ModelArch, context: float) -> float:
     return mix.full_attention * context + mix.sliding_window * windowed
 
 
+def sparse_topk(arch: ModelArch) -> int:
+    """Tokens the attention core of a DeepSeek-Sparse-Attention layer reads per query (0: dense attention)."""
+    return arch.mla.index_topk if arch.mla is not None else 0
+
+
+def core_attended_tokens(arch: ModelArch, context: float) -> float:
+    """Layer-tokens whose KV the attention *core* reads per query: all of them, or the indexer's top-k with DSA."""
+    topk = sparse_topk(arch)
+    if not topk:
+        return attended_tokens(arch, context)
+    return attended_tokens(arch, min(context, float(topk)))
+
+
+def indexer_bytes_per_token_layer(arch: ModelArch) -> float:
+    """DSA indexer key bytes per token per layer: FP8 elements plus one fp32 scale per 128 (SGLang NSA cache)."""
+    if not sparse_topk(arch) or arch.mla is None:
+        return 0.0
+    return arch.mla.index_head_dim * (1.0 + 4.0 / 128.0)
+
+
+def indexer_pair_flops(arch: ModelArch) -> float:
+    """FLOPs per (query, cached token) pair per layer of the DSA indexer: every cached token is scored
+    (per GPU: the indexer is replicated on every attention-TP rank)."""
+    if not sparse_topk(arch) or arch.mla is None:
+        return 0.0
+    return 2.0 * arch.mla.index_heads * arch.mla.index_head_dim
+
+
 def causal_pairs(arch: ModelArch, start: float, end: float) -> float:
     """(query, key) pairs summed over layers when a sequence grows from `start` to `end` tokens.
 
@@ -267,6 +295,19 @@ def causal_pairs(arch: ModelArch, start: float, end: float) -> float:
     return full + mix.sliding_window * (windowed_area(end) - windowed_area(start))
 
 
+def core_causal_pairs(arch: ModelArch, start: float, end: float) -> float:
+    """Like `causal_pairs`, but the pairs the attention core computes: with DSA a query reads at most top-k keys."""
+    topk = sparse_topk(arch)
+    if not topk:
+        return causal_pairs(arch, start, end)
+    k = float(topk)
+
+    def capped_area(x: float) -> float:  # integral of min(t, k) dt from 0 to x
+        return x * x / 2.0 if x <= k else k * k / 2.0 + k * (x - k)
+
+    return arch.layers.full_attention * (capped_area(end) - capped_area(start))
+
+
 def _pair_flops(arch: ModelArch, attention_tp: int, *, absorbed: bool) -> float:
     """FLOPs per (query token, key token) pair per layer on one GPU: QK scores plus the weighted sum of V."""
     heads = arch.num_attention_heads / attention_tp
@@ -276,6 +317,15 @@ def _pair_flops(arch: ModelArch, attention_tp: int, *, absorbed: bool) -> float:
             return 2.0 * heads * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
         return 2.0 * heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
     return 4.0 * heads * arch.head_dim
+
+
+def _indexer_op(hbm_bytes: float, flops: float) -> OpWork:
+    """The DSA lightning indexer: FP8 logits of every query against every cached indexer key.
+
+    SGLang keeps the indexer's projections replicated, so every attention-TP rank scores all of its tokens
+    (no split by TP); GPUs without an FP8 tensor-core rate run it at the BF16 rate (`steps.forward_seconds`).
+    """
+    return OpWork(OpKind.ATTENTION, hbm_bytes, flops, "fp8")
 
 
 def _gemm(params: float, bytes_per_param: float, tokens: float, compute_format: str, width: float) -> OpWork:
@@ -357,9 +407,14 @@ def decode_work(layout: Layout, requests: float, context: float, *, query_tokens
     ops.append(_gemm(proj, fmt.dense_bytes_per_param, rank_tokens, fmt.dense_compute, proj_width))
     kv_per_token = kv_elements_per_token_layer(arch, attention_tp) * fmt.kv_bytes_per_element
     layer_tokens = attended_tokens(arch, context) * layer_share
-    kv_bytes = rank_requests * layer_tokens * kv_per_token
-    attn_flops = rank_tokens * layer_tokens * _pair_flops(arch, attention_tp, absorbed=True)
+    # With DSA the core reads the top-k tokens' latents; the indexer scores every cached token.
+    core_tokens = core_attended_tokens(arch, context) * layer_share
+    kv_bytes = rank_requests * core_tokens * kv_per_token
+    attn_flops = rank_tokens * core_tokens * _pair_flops(arch, attention_tp, absorbed=True)
     ops.append(OpWork(OpKind.ATTENTION, kv_bytes, attn_flops, "bf16"))
+    if sparse_topk(arch):
+        indexer_bytes = rank_requests * layer_tokens * indexer_bytes_per_token_layer(arch)
+        ops.append(_indexer_op(indexer_bytes, rank_tokens * layer_tokens * indexer_pair_flops(arch)))
     ops.extend(_dense_and_expert_ops(layout, layer_share, ffn_tokens))
     # The output head lives on the last pipeline stage; spread over the stages it is this share per stage.
     head = inv.lm_head / attention_tp * layer_share
@@ -397,9 +452,14 @@ def prefill_work(
     ops.append(_gemm(proj, fmt.dense_bytes_per_param, rank_tokens, fmt.dense_compute, proj_width))
     kv_per_token = kv_elements_per_token_layer(arch, attention_tp) * fmt.kv_bytes_per_element
     end = prefix_tokens + new_tokens_per_request
-    pairs = requests * layer_share * causal_pairs(arch, prefix_tokens, end)
-    kv_bytes = requests * layer_share * attended_tokens(arch, end) * kv_per_token
+    pairs = requests * layer_share * core_causal_pairs(arch, prefix_tokens, end)
+    layer_tokens = requests * layer_share * attended_tokens(arch, end)
+    kv_bytes = layer_tokens * kv_per_token
     ops.append(OpWork(OpKind.ATTENTION, kv_bytes, pairs * _pair_flops(arch, attention_tp, absorbed=False), "bf16"))
+    if sparse_topk(arch):
+        indexed = requests * layer_share * causal_pairs(arch, prefix_tokens, end)
+        indexer_bytes = layer_tokens * indexer_bytes_per_token_layer(arch)
+        ops.append(_indexer_op(indexer_bytes, indexed * indexer_pair_flops(arch)))
     ops.extend(_dense_and_expert_ops(layout, layer_share, ffn_tokens))
     head = inv.lm_head / attention_tp * layer_share
     ops.append(_gemm(head, HEAD_BYTES_PER_PARAM, requests, "bf16", arch.vocab_size / attention_tp))

@@ -15,6 +15,7 @@ from frontier_operator.perf.kernels import (
     HEAD_BYTES_PER_PARAM,
     WorkerShape,
     attended_tokens,
+    indexer_bytes_per_token_layer,
     inventory,
     kv_elements_per_token_layer,
 )
@@ -121,6 +122,8 @@ def kv_bytes_per_request(arch: ModelArch, formats: WorkerFormats, worker: Worker
     """KV bytes one request at `context` tokens occupies on each GPU of its attention rank (draft cache included)."""
     shape = shape_of(worker)
     per_layer_token = kv_elements_per_token_layer(arch, shape.attention_tp) * formats.kv_bytes_per_element
+    # DeepSeek Sparse Attention keeps an FP8 indexer key per token per layer beside the latent.
+    per_layer_token += indexer_bytes_per_token_layer(arch)
     layer_tokens = attended_tokens(arch, context)
     if worker.speculative is not None:
         layer_tokens += max(1, arch.mtp_layers) * context  # the draft layer keeps its own cache

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
+from statistics import NormalDist
 
 from frontier_operator.catalog.data_files import load_data_file
 from frontier_operator.catalog.types import GpuSpec, ModelArch
@@ -35,17 +36,18 @@ from frontier_operator.perf.queueing import (
     SteadyState,
     closed_loop_aggregated,
     closed_loop_disaggregated,
+    latency_quantile,
     lognormal_quantile,
     max_rate_aggregated,
     max_rate_disaggregated,
     open_loop_aggregated,
     open_loop_disaggregated,
     poisson_count_quantile,
-    waiting_quantile,
 )
 from frontier_operator.perf.speculative import accept_length
 from frontier_operator.perf.steps import (
     Hardware,
+    PrefillCost,
     decode_step_seconds,
     floor_seconds,
     prefill_cost,
@@ -63,6 +65,17 @@ from frontier_operator.perf.types import (
 __all__ = ["ConcurrencyPrediction", "PerformanceModel", "UnpredictableConfig"]
 
 _PERCENTILES = (50, 90, 95, 99)
+# Equal-probability nodes of the input-length distribution. The prefill *time* distribution — its mean, its
+# CV (what the prefill queue sees) and its quantiles (a request's own prefill at p99) — is the prefill cost
+# at each length, not the length distribution scaled: fixed per-forward costs make it narrower, attention's
+# quadratic term wider, and no prompt is longer than the workload's maximum.
+_LENGTH_NODES = 8
+_NODE_Z = tuple(NormalDist().inv_cdf((i + 0.5) / _LENGTH_NODES) for i in range(_LENGTH_NODES))
+# Probability bins of a request's own prefill for the TTFT quantiles: finer in the tail, where p99 lives. Each
+# bin is represented by its upper edge (the top one by the longest prompt), so the quantile is an upper bound.
+_OWN_PREFILL_EDGES = (0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 1.0)
+# The last edge below 1 at which a workload without a maximum length is cut.
+_UNBOUNDED_TOP = 0.9999
 
 
 @dataclass(frozen=True)
@@ -96,12 +109,36 @@ class _Plan:
     decode_service: DecodeService
     prefill_service: PrefillService
     output_tokens: float
-    input_cv: float
+    # CV of one request's prefill time over the input-length distribution (the prefill queue's service CV).
+    service_cv: float
+    # A request's own prefill latency at a probability level of the input-length distribution: the prefill of
+    # that quantile's prompt (only the open loop's percentiles ask, so it is computed on demand).
+    prefill_quantile_s: Callable[[float], float]
+
+
+_PrefillKey = tuple[Hardware, float, float, int, float]
+# Memoised prefills per model instance; bounded so a long-running operator does not grow without limit.
+_PREFILL_MEMO_LIMIT = 1 << 15
 
 
 @dataclass(frozen=True)
 class PerformanceModel:
     calibration: Calibration
+    # A search asks for the same worker's prefill at the same lengths for every replica count and batch cap
+    # it tries; the hardware is a frozen value, so the key is exact. Not part of the model's identity.
+    _prefill_memo: dict[_PrefillKey, PrefillCost] = field(default_factory=dict, compare=False, repr=False)
+
+    def _prefill_cost(
+        self, hw: Hardware, new_tokens: float, prefix_tokens: float, chunk: int, waiting: float
+    ) -> PrefillCost:
+        key = (hw, new_tokens, prefix_tokens, chunk, waiting)
+        found = self._prefill_memo.get(key)
+        if found is None:
+            if len(self._prefill_memo) >= _PREFILL_MEMO_LIMIT:
+                self._prefill_memo.clear()
+            found = prefill_cost(hw, new_tokens, prefix_tokens, chunk, waiting)
+            self._prefill_memo[key] = found
+        return found
 
     @staticmethod
     def default() -> PerformanceModel:
@@ -192,18 +229,20 @@ class PerformanceModel:
         if plan.prefill is None:
             replicas = plan.decode.replicas
             rate = workload.request_rate_per_s / replicas
+            arrival_cv = split_arrival_cv(workload.arrival_cv, replicas)
             state = open_loop_aggregated(
                 rate,
                 plan.decode_service,
                 plan.prefill_service,
                 osl,
-                arrival_cv=workload.arrival_cv,
-                service_cv=plan.input_cv,
+                arrival_cv=arrival_cv,
+                service_cv=plan.service_cv,
             )
             fleet_max = replicas * max_rate_aggregated(plan.decode_service, plan.prefill_service, osl)
             prefill_utilization = state.prefill_utilization
         else:
             n_p, n_d = plan.prefill.replicas, plan.decode.replicas
+            arrival_cv = split_arrival_cv(workload.arrival_cv, n_p)
             state = open_loop_disaggregated(
                 workload.request_rate_per_s,
                 plan.decode_service,
@@ -211,18 +250,19 @@ class PerformanceModel:
                 osl,
                 prefill_workers=n_p,
                 decode_workers=n_d,
-                arrival_cv=workload.arrival_cv,
-                service_cv=plan.input_cv,
+                arrival_cv=arrival_cv,
+                service_cv=plan.service_cv,
             )
             fleet_max = max_rate_disaggregated(
                 plan.decode_service, plan.prefill_service, osl, prefill_workers=n_p, decode_workers=n_d
             )
             prefill_utilization = 0.0  # decode is never paused by prefill in P/D
         total_gpus = config.total_gpus
+        family = self.calibration.family(gpu.arch)
         served_rate = min(workload.request_rate_per_s, fleet_max)
         tokens_per_s = served_rate * workload.output_tokens.mean
         gpu_dollars_per_s = total_gpus * price_per_gpu_hour / 3600.0
-        ttft, tpot, itl, e2e = _percentiles(state, plan, workload, prefill_utilization)
+        ttft, tpot, itl, e2e = _percentiles(state, plan, workload, prefill_utilization, arrival_cv)
         return Prediction(
             ttft=ttft,
             tpot=tpot,
@@ -234,7 +274,9 @@ class PerformanceModel:
             output_tokens_per_s_per_user=1.0 / tpot.p50 if tpot.p50 > 0 and math.isfinite(tpot.p50) else 0.0,
             cost_per_mtok=gpu_dollars_per_s / tokens_per_s * 1e6 if tokens_per_s > 0 else math.inf,
             memory=plan.decode.memory,
-            uncertainty=self.calibration.family(gpu.arch).uncertainty,
+            uncertainty=family.uncertainty,
+            ttft_uncertainty=family.ttft_sigma,
+            tpot_uncertainty=family.tpot_sigma,
         )
 
     def max_rate_meeting(
@@ -283,7 +325,7 @@ class PerformanceModel:
                 wave_sync=sync,
                 wave_breakup=coefficients.wave_breakup,
                 arrival_cv=workload.arrival_cv,
-                service_cv=plan.input_cv,
+                service_cv=plan.service_cv,
             )
             rate = result.rate_per_s * replicas
         else:
@@ -297,7 +339,7 @@ class PerformanceModel:
                 wave_sync=sync,
                 wave_breakup=coefficients.wave_breakup,
                 arrival_cv=workload.arrival_cv,
-                service_cv=plan.input_cv,
+                service_cv=plan.service_cv,
             )
             rate = result.rate_per_s
         return ConcurrencyPrediction(
@@ -364,11 +406,29 @@ class PerformanceModel:
             waiting = capacity * main.replicas / prefill_role.replicas
         p_hw = prefill_side.hardware
         chunk = _chunk(prefill_side.worker, new_tokens)
+
+        def prefill_of(input_tokens: float) -> PrefillCost:
+            fresh = max(1.0, input_tokens * (1.0 - hit))
+            return self._prefill_cost(p_hw, fresh, input_tokens * hit, _chunk(prefill_side.worker, fresh), 1.0)
+
+        lengths = workload.input_tokens
+
+        def prefill_quantile(probability: float) -> float:
+            if probability >= 1.0 and lengths.max:
+                return prefill_of(float(lengths.max)).latency_s
+            z = NormalDist().inv_cdf(min(probability, _UNBOUNDED_TOP))
+            return prefill_of(length_quantile(input_mean, lengths.cv, lengths.max, z)).latency_s
+
+        nodes = [prefill_of(length) for length in length_nodes(input_mean, lengths.cv, lengths.max)]
+        mean_latency = sum(node.latency_s for node in nodes) / len(nodes)
+        mean_gpu = sum(node.gpu_seconds_per_request for node in nodes) / len(nodes)
+        spread = math.sqrt(sum((node.latency_s - mean_latency) ** 2 for node in nodes) / len(nodes))
         prefill_service = PrefillService(
-            single=prefill_cost(p_hw, new_tokens, cached, chunk, 1.0),
-            batched=prefill_cost(p_hw, new_tokens, cached, chunk, waiting),
+            single=PrefillCost(mean_latency, mean_gpu, 1.0),
+            batched=self._prefill_cost(p_hw, new_tokens, cached, chunk, waiting),
             overhead_s=c.ttft_overhead_ms * 1e-3,
             handoff_s=handoff,
+            ranks=prefill_side.worker.attention_dp,
         )
         return _Plan(
             decode=decode,
@@ -376,7 +436,8 @@ class PerformanceModel:
             decode_service=decode_service,
             prefill_service=prefill_service,
             output_tokens=output_mean,
-            input_cv=workload.input_tokens.cv,
+            service_cv=spread / mean_latency if mean_latency > 0 else 0.0,
+            prefill_quantile_s=prefill_quantile,
         )
 
     def _role(
@@ -390,6 +451,38 @@ class PerformanceModel:
                 f"are left after SGLang's reserve on {gpu.name} (tp={worker.tp}, pp={worker.pp})"
             )
         return _Role(hw, worker, replicas, fit)
+
+
+def length_quantile(mean: float, cv: float, longest: int | None, z: float) -> float:
+    """Token length at standard-normal quantile `z` of a log-normal with this mean and CV, capped at `longest`."""
+    value = mean
+    if cv > 0 and mean > 0:
+        sigma2 = math.log(1.0 + cv * cv)
+        value = mean * math.exp(z * math.sqrt(sigma2) - sigma2 / 2.0)
+    return min(value, float(longest)) if longest else value
+
+
+def length_nodes(mean: float, cv: float, longest: int | None) -> list[float]:
+    """Equal-probability lengths of the workload: log-normal midpoints rescaled to the stated mean, then capped.
+
+    Rescaling keeps the workload's mean (a handful of midpoints under-represents a heavy tail); the cap keeps
+    every prompt within the workload's maximum.
+    """
+    if cv <= 0:
+        return [min(mean, float(longest)) if longest else mean]
+    raw = [length_quantile(mean, cv, None, z) for z in _NODE_Z]
+    scale = mean / (sum(raw) / len(raw))
+    return [min(value * scale, float(longest)) if longest else value * scale for value in raw]
+
+
+def split_arrival_cv(arrival_cv: float, servers: int) -> float:
+    """Inter-arrival CV one of `servers` replicas sees when the router spreads the fleet's arrivals over them.
+
+    Thinning a renewal process with probability p = 1/servers gives c² = p·c_a² + (1 − p) (a bursty stream's
+    bursts land on different replicas); round-robin routing would smooth it further, so this is the safe side.
+    """
+    n = max(1, servers)
+    return math.sqrt(max(0.0, arrival_cv**2 / n + (1.0 - 1.0 / n)))
 
 
 # Output-length CV at which the fitted `wave_sync` applies: the synchronisation left after clients'
@@ -451,7 +544,7 @@ def _token_seconds(hw: Hardware, worker: WorkerConfig, batch: float, context: fl
 
 
 def _percentiles(
-    state: SteadyState, plan: _Plan, workload: Workload, prefill_utilization: float
+    state: SteadyState, plan: _Plan, workload: Workload, prefill_utilization: float, arrival_cv: float
 ) -> tuple[Percentiles, Percentiles, Percentiles, Percentiles]:
     if state.saturated:
         inf = Percentiles(math.inf, math.inf, math.inf, math.inf)
@@ -460,7 +553,6 @@ def _percentiles(
     osl = plan.output_tokens
     steps = max(osl - 1.0, 1.0)
     token_s = state.decode_token_s
-    busy = min(1.0, state.rate_per_s * prefill.single.gpu_seconds_per_request) if plan.prefill is None else 0.0
     ttft_q: dict[int, float] = {}
     tpot_q: dict[int, float] = {}
     itl_q: dict[int, float] = {}
@@ -469,15 +561,19 @@ def _percentiles(
     pauses = prefill_utilization / max(prefill.single.gpu_seconds_per_request, 1e-12) * steps * state.tpot_s
     pause_s = prefill.single.gpu_seconds_per_request
     interrupted_share = min(1.0, prefill_utilization / max(prefill.single.gpu_seconds_per_request, 1e-12) * token_s)
+    residual = 0.5 * token_s * (1 if plan.prefill is None and state.decode_batch > 0 else 0)
+    prefill_wait = _conditional_wait(state.prefill_wait_s - residual, state.prefill_wait_probability)
+    slot = _conditional_wait(state.slot_wait_s, state.slot_wait_probability)
+    lower = 0.0
+    own: list[tuple[float, float]] = []
+    for edge in _OWN_PREFILL_EDGES:
+        own.append((edge - lower, plan.prefill_quantile_s(edge)))
+        lower = edge
+    constant = prefill.overhead_s + residual + prefill.handoff_s
     for q in _PERCENTILES:
-        # Sum of quantiles: an upper bound of the quantile of the sum, the safe side for an SLO.
-        residual = 0.5 * token_s * (1 if plan.prefill is None and state.decode_batch > 0 else 0)
-        wait = waiting_quantile(state.prefill_wait_s - residual, max(busy, state.prefill_utilization), q)
-        wait += waiting_quantile(state.slot_wait_s, state.slot_wait_probability, q)
-        prefill_latency = lognormal_quantile(prefill.single.latency_s, plan.input_cv, q)
-        ttft = prefill.overhead_s + residual + wait + prefill_latency + prefill.handoff_s
-        ttft_q[q] = max(ttft, 0.0)
-        tpot = token_s + pause_s * poisson_count_quantile(pauses, workload.arrival_cv**2, q) / steps
+        # The quantile of the sum of the waits and the request's own prefill (not the sum of their quantiles).
+        ttft_q[q] = max(latency_quantile(constant, prefill_wait, slot, own, q), 0.0)
+        tpot = token_s + pause_s * poisson_count_quantile(pauses, arrival_cv**2, q) / steps
         tpot_q[q] = max(tpot, token_s)
         itl_q[q] = token_s + (prefill.single.latency_s if 1 - q / 100 < interrupted_share else 0.0)
         output_q = lognormal_quantile(osl, workload.output_tokens.cv, q)
@@ -488,6 +584,16 @@ def _percentiles(
         Percentiles(*(itl_q[q] for q in _PERCENTILES)),
         Percentiles(*(e2e_q[q] for q in _PERCENTILES)),
     )
+
+
+def _conditional_wait(mean_wait: float, probability: float) -> tuple[float, float]:
+    """(probability of waiting, mean wait of those who wait) from the unconditional mean wait."""
+    if mean_wait <= 0 or probability <= 0:
+        return 0.0, 0.0
+    if not math.isfinite(mean_wait):
+        return 1.0, math.inf
+    p = min(probability, 0.999999)
+    return p, mean_wait / p
 
 
 @cache

@@ -18,7 +18,7 @@ its time the GPU spends prefilling, the faster waves break apart (`wave_breakup`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from frontier_operator.perf.steps import PrefillCost
@@ -45,6 +45,57 @@ class PrefillService:
     overhead_s: float
     # P/D only: KV transfer plus bootstrap from prefill to decode, and the first decode iteration.
     handoff_s: float = 0.0
+    # Attention-DP ranks of one worker: each prefills its own requests, in the same forwards as the others
+    # (the ranks meet in every MoE layer), so a worker is `ranks` prefill servers that pause decode together.
+    ranks: int = 1
+
+    @property
+    def rank_service_s(self) -> float:
+        """Time one rank spends on one request: alone, or alongside every other rank (a little longer)."""
+        if self.ranks <= 1:
+            return self.single.gpu_seconds_per_request
+        return max(self.single.latency_s, self.batched.gpu_seconds_per_request * self.ranks)
+
+
+def prefill_busy_share(offered: float, servers: int) -> float:
+    """Share of time at least one of `servers` prefill servers works, at offered load `offered` = λ·S (M/M/c).
+
+    One server: the utilisation itself. Several: 1 − P0 — concurrent prefills on different ranks share
+    forwards, so decode pauses less than their summed work.
+    """
+    if offered <= 0:
+        return 0.0
+    if servers <= 1:
+        return min(offered, 1.0)
+    if offered >= servers:
+        return 1.0
+    term, series = 1.0, 1.0
+    for k in range(1, servers):
+        term *= offered / k
+        series += term
+    term *= offered / servers
+    idle = 1.0 / (series + term / (1.0 - offered / servers))
+    return 1.0 - idle
+
+
+def prefill_queue(
+    rate: float, prefill: PrefillService, arrival_cv: float, service_cv: float
+) -> tuple[float, float, float]:
+    """(mean wait, probability of waiting, decode-pause share) of one worker's prefill queue at `rate`.
+
+    `ranks` servers of `rank_service_s` each (G/G/c, Sakasegawa's approximation: P(wait) ≈ ρ^(√(2(c+1)) − 1),
+    W = P(wait)·S / (c·(1 − ρ)) · (c_a² + c_s²)/2); one server is Kingman's G/G/1. math.inf past saturation.
+    """
+    servers = max(1, prefill.ranks)
+    service = prefill.rank_service_s
+    utilization = rate * service / servers
+    if utilization >= 1.0:
+        return math.inf, 1.0, 1.0
+    if utilization <= 0:
+        return 0.0, 0.0, 0.0
+    probability = utilization ** (math.sqrt(2.0 * (servers + 1.0)) - 1.0)
+    wait = probability * service / (servers * (1.0 - utilization)) * (arrival_cv**2 + service_cv**2) / 2.0
+    return wait, probability, prefill_busy_share(rate * service, servers)
 
 
 @dataclass(frozen=True)
@@ -60,6 +111,8 @@ class SteadyState:
     # Waiting for a free running slot (KV pool or batch cap) once the batch nears capacity.
     slot_wait_s: float = 0.0
     slot_wait_probability: float = 0.0
+    # Probability that an arriving prompt finds every prefill server busy.
+    prefill_wait_probability: float = 0.0
 
 
 def slot_wait(batch: float, capacity: float, residence_s: float, arrival_cv: float) -> tuple[float, float]:
@@ -142,8 +195,8 @@ def open_loop_aggregated(
 ) -> SteadyState:
     """One aggregated worker fed `rate_per_s` requests per second."""
     steps = max(output_tokens - 1.0, 0.0)
-    rho = rate_per_s * prefill.single.gpu_seconds_per_request
-    if rho >= 1.0:
+    wait, wait_probability, rho = prefill_queue(rate_per_s, prefill, arrival_cv, service_cv)
+    if rho >= 1.0 or not math.isfinite(wait):
         return _saturated(rate_per_s, decode, rho)
     slowdown = 1.0 / (1.0 - rho)
     demand = rate_per_s * steps * slowdown
@@ -152,12 +205,13 @@ def open_loop_aggregated(
         return _saturated(rate_per_s, decode, rho)
     token_s = decode.token_seconds(max(batch, 1.0))
     tpot = token_s * slowdown
-    wait = kingman_wait(rho, prefill.single.latency_s, arrival_cv, service_cv)
     # A new prompt also waits for the decode forward in flight (mean residual: half an iteration).
     residual = 0.5 * token_s if batch > 0 else 0.0
     slot_s, slot_p = slot_wait(batch, decode.capacity, steps * tpot, arrival_cv)
     ttft = prefill.overhead_s + residual + wait + prefill.single.latency_s + slot_s
-    return SteadyState(rate_per_s, batch, ttft, tpot, token_s, rho, wait + residual, False, slot_s, slot_p)
+    return SteadyState(
+        rate_per_s, batch, ttft, tpot, token_s, rho, wait + residual, False, slot_s, slot_p, wait_probability
+    )
 
 
 def open_loop_disaggregated(
@@ -173,18 +227,17 @@ def open_loop_disaggregated(
 ) -> SteadyState:
     """P/D: prefill workers share the rate, decode workers run undisturbed; batch is per decode worker."""
     steps = max(output_tokens - 1.0, 0.0)
-    rho = rate_per_s / max(1, prefill_workers) * prefill.single.gpu_seconds_per_request
-    if rho >= 1.0:
+    wait, wait_probability, rho = prefill_queue(rate_per_s / max(1, prefill_workers), prefill, arrival_cv, service_cv)
+    if rho >= 1.0 or not math.isfinite(wait):
         return _saturated(rate_per_s, decode, rho)
     demand = rate_per_s / max(1, decode_workers) * steps
     batch = _first_root(lambda b: demand * decode.token_seconds(max(b, 1.0)) - b, decode.capacity)
     if batch is None:
         return _saturated(rate_per_s, decode, rho)
     token_s = decode.token_seconds(max(batch, 1.0))
-    wait = kingman_wait(rho, prefill.single.latency_s, arrival_cv, service_cv)
     slot_s, slot_p = slot_wait(batch, decode.capacity, steps * token_s, arrival_cv)
     ttft = prefill.overhead_s + wait + prefill.single.latency_s + prefill.handoff_s + slot_s
-    return SteadyState(rate_per_s, batch, ttft, token_s, token_s, rho, wait, False, slot_s, slot_p)
+    return SteadyState(rate_per_s, batch, ttft, token_s, token_s, rho, wait, False, slot_s, slot_p, wait_probability)
 
 
 def _saturated(rate: float, decode: DecodeService, rho: float) -> SteadyState:
@@ -192,12 +245,38 @@ def _saturated(rate: float, decode: DecodeService, rho: float) -> SteadyState:
     return SteadyState(rate, decode.capacity, math.inf, math.inf, token_s, min(rho, 1.0), math.inf, saturated=True)
 
 
+def _rate_filling(batch: float, token_s: float, steps: float, prefill: PrefillService) -> float:
+    """Aggregated: the rate λ at which `batch` requests are decoding, from λ·steps·D / (1 − u(λ)) = B.
+
+    One prefill server: u = λ·p, so λ = B / (steps·D + B·p). Several (attention-DP ranks): u is the share of
+    time any rank prefills, increasing in λ; the left side increases in λ, so bisection finds it.
+    """
+    servers = max(1, prefill.ranks)
+    service = prefill.rank_service_s
+    if servers == 1:
+        denominator = steps * token_s + batch * service
+        return batch / denominator if denominator > 0 else math.inf
+    ceiling = servers / service if service > 0 else math.inf
+    if steps * token_s <= 0:
+        return ceiling
+    low, high = 0.0, min(ceiling, batch / (steps * token_s))
+    for _ in range(_RATE_BISECTIONS):
+        middle = 0.5 * (low + high)
+        if middle * steps * token_s < batch * (1.0 - prefill_busy_share(middle * service, servers)):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+_RATE_BISECTIONS = 40
+
+
 def max_rate_aggregated(decode: DecodeService, prefill: PrefillService, output_tokens: float) -> float:
     """Rate at which the running batch reaches capacity: λ = B / ((OSL − 1)·D(B) + B·p) at B = capacity."""
     capacity = max(decode.capacity, 1.0)
     steps = max(output_tokens - 1.0, 0.0)
-    denominator = steps * decode.token_seconds(capacity) + capacity * prefill.single.gpu_seconds_per_request
-    return capacity / denominator if denominator > 0 else math.inf
+    return _rate_filling(capacity, decode.token_seconds(capacity), steps, prefill)
 
 
 def max_rate_disaggregated(
@@ -206,7 +285,7 @@ def max_rate_disaggregated(
     capacity = max(decode.capacity, 1.0)
     steps = max(output_tokens - 1.0, 0.0)
     decode_limit = decode_workers * capacity / (steps * decode.token_seconds(capacity)) if steps > 0 else math.inf
-    prefill_limit = prefill_workers / prefill.single.gpu_seconds_per_request
+    prefill_limit = prefill_workers * max(1, prefill.ranks) / prefill.rank_service_s
     return min(decode_limit, prefill_limit)
 
 
@@ -244,6 +323,13 @@ def _effective_sync(wave_sync: float, wave_breakup: float, prefill_utilization: 
     return wave_sync * remaining
 
 
+def _edge_wait(prefill: PrefillService, arrival_cv: float, service_cv: float) -> float:
+    """The prefill queue's wait at 99.9 % utilisation: where a closed loop that outruns its prefill sits."""
+    servers = max(1, prefill.ranks)
+    edge = 0.999 * servers / max(prefill.rank_service_s, 1e-12)
+    return prefill_queue(edge, prefill, arrival_cv, service_cv)[0]
+
+
 def _solve_clients(implied_clients: Callable[[float], float], clients: float) -> float:
     """Decode batch B in (0, clients] at which the steady state holds exactly `clients` requests in flight."""
     f_hi = implied_clients(clients) - clients
@@ -270,19 +356,21 @@ def closed_loop_aggregated(
 ) -> ClosedLoopResult:
     steps = max(output_tokens - 1.0, 1.0)
     running = max(1.0, min(concurrency, decode.capacity))
-    p_gpu = prefill.single.gpu_seconds_per_request
     p_latency = prefill.single.latency_s
 
-    # Desynchronised steady state. Given the decode batch B: B = λ·steps·D/(1 − λp) gives λ; the clients in
+    # Desynchronised steady state. Given the decode batch B: B = λ·steps·D/(1 − u(λ)) gives λ; the clients in
     # flight are λ·TTFT + B (Little); solve for the B that accounts for every running client.
     def rate_at(batch: float) -> tuple[float, float]:
         token_s = decode.token_seconds(max(batch, 1.0))
-        return batch / (steps * token_s + batch * p_gpu), token_s
+        return _rate_filling(batch, token_s, steps, prefill), token_s
+
+    def queue_at(rate: float) -> tuple[float, float]:
+        wait, _, busy = prefill_queue(rate, prefill, arrival_cv, service_cv)
+        # The closed loop cannot exceed what the prefill serves; keep the queue finite at its edge.
+        return (wait if math.isfinite(wait) else _edge_wait(prefill, arrival_cv, service_cv)), min(busy, 0.999)
 
     def ttft_at(rate: float, token_s: float) -> float:
-        rho = min(rate * p_gpu, 0.999)
-        wait = kingman_wait(rho, p_latency, arrival_cv, service_cv)
-        return prefill.overhead_s + 0.5 * token_s + wait + p_latency
+        return prefill.overhead_s + 0.5 * token_s + queue_at(rate)[0] + p_latency
 
     def implied(batch: float) -> float:
         rate, token_s = rate_at(batch)
@@ -291,7 +379,7 @@ def closed_loop_aggregated(
     batch = _solve_clients(implied, running)
     rate, token_s = rate_at(batch)
     desync_ttft = ttft_at(rate, token_s)
-    utilization = min(rate * p_gpu, 0.999)
+    utilization = queue_at(rate)[1]
     desync_tpot = token_s / (1.0 - utilization)
     wave_sync = _effective_sync(wave_sync, wave_breakup, utilization)
 
@@ -324,13 +412,14 @@ def closed_loop_disaggregated(
 ) -> ClosedLoopResult:
     steps = max(output_tokens - 1.0, 1.0)
     running = max(1.0, min(concurrency, decode.capacity * decode_workers))
-    p_gpu = prefill.single.gpu_seconds_per_request
     p_latency = prefill.single.latency_s
 
+    def queue_at(rate: float) -> tuple[float, float]:
+        wait, _, busy = prefill_queue(rate / max(1, prefill_workers), prefill, arrival_cv, service_cv)
+        return (wait if math.isfinite(wait) else _edge_wait(prefill, arrival_cv, service_cv)), min(busy, 0.999)
+
     def ttft_at(rate: float) -> float:
-        rho = min(rate / max(1, prefill_workers) * p_gpu, 0.999)
-        wait = kingman_wait(rho, p_latency, arrival_cv, service_cv)
-        return prefill.overhead_s + wait + p_latency + prefill.handoff_s
+        return prefill.overhead_s + queue_at(rate)[0] + p_latency + prefill.handoff_s
 
     def implied(total_batch: float) -> float:
         per_worker = max(total_batch / max(1, decode_workers), 1.0)
@@ -342,7 +431,7 @@ def closed_loop_disaggregated(
     desync_tpot = decode.token_seconds(per_worker)
     desync_rate = total_batch / (steps * desync_tpot)
     desync_ttft = ttft_at(desync_rate)
-    utilization = min(desync_rate / max(1, prefill_workers) * p_gpu, 0.999)
+    utilization = queue_at(desync_rate)[1]
     wave_sync = _effective_sync(wave_sync, wave_breakup, utilization)
 
     full_per_worker = running / max(1, decode_workers)
@@ -397,3 +486,61 @@ def poisson_count_quantile(mean: float, dispersion: float, percentile: int) -> f
     if mean <= 0:
         return 0.0
     return max(0.0, mean + _Z[percentile] * math.sqrt(mean * max(dispersion, 0.0)))
+
+
+def _exceeds_waits(y: float, first: tuple[float, float], second: tuple[float, float]) -> float:
+    """P(W₁ + W₂ > y) for independent waits, each 0 with probability 1 − P and exponential(m) otherwise.
+
+    `first` and `second` are (probability of waiting, mean wait of those who wait).
+    """
+    if y < 0:
+        return 1.0
+    (p1, m1), (p2, m2) = first, second
+    tail1 = p1 * math.exp(-y / m1) if p1 > 0 and m1 > 0 else 0.0
+    tail2 = p2 * math.exp(-y / m2) if p2 > 0 and m2 > 0 else 0.0
+    both = 0.0
+    if p1 > 0 and p2 > 0 and m1 > 0 and m2 > 0:
+        # Sum of two exponentials (hypoexponential); equal means give the Erlang-2 tail.
+        if abs(m1 - m2) <= 1e-9 * max(m1, m2):
+            both = (1.0 + y / m1) * math.exp(-y / m1)
+        else:
+            both = (m1 * math.exp(-y / m1) - m2 * math.exp(-y / m2)) / (m1 - m2)
+    return tail1 * (1.0 - p2) + tail2 * (1.0 - p1) + p1 * p2 * both
+
+
+def latency_quantile(
+    constant_s: float,
+    first_wait: tuple[float, float],
+    second_wait: tuple[float, float],
+    own: Sequence[tuple[float, float]],
+    percentile: int,
+) -> float:
+    """Quantile of constant + W₁ + W₂ + X with X (a request's own prefill) given as (probability, seconds) atoms.
+
+    The quantile of the sum, not the sum of the quantiles: a request that waits behind a long prompt is
+    rarely a long prompt itself. Waits are (probability of waiting, conditional mean), as `waiting_quantile`
+    has them; the atoms should sit at the top of their probability bins so that the answer stays an upper
+    bound. Solved by bisection on P(total > t) = 1 − percentile/100.
+    """
+    tail = 1.0 - percentile / 100.0
+
+    def exceeds(t: float) -> float:
+        return sum(weight * _exceeds_waits(t - constant_s - x, first_wait, second_wait) for weight, x in own)
+
+    means = [m for p, m in (first_wait, second_wait) if p > 0 and m > 0]
+    if any(not math.isfinite(m) for m in means):
+        return math.inf
+    low = constant_s
+    high = constant_s + max((x for _, x in own), default=0.0) + sum(means) * (2.0 + math.log(1.0 / tail))
+    while exceeds(high) > tail:
+        high = constant_s + 2.0 * (high - constant_s) + 1e-6
+    for _ in range(_QUANTILE_BISECTIONS):
+        middle = 0.5 * (low + high)
+        if exceeds(middle) > tail:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+_QUANTILE_BISECTIONS = 40

@@ -21,7 +21,9 @@ from frontier_operator.perf.kernels import (
     OpKind,
     WorkerShape,
     attended_tokens,
+    core_attended_tokens,
     decode_work,
+    indexer_bytes_per_token_layer,
     prefill_work,
     unique_kv_elements_per_token_layer,
 )
@@ -29,6 +31,8 @@ from frontier_operator.perf.kernels import (
 # The catalog gives total and active parameters to 0.01 B each; the inventory derived from both can sit
 # up to two roundings (10 M parameters) below the active count.
 CATALOG_ROUNDING_PARAMS = 1e7
+# Prompts of more full chunks than this are summed with Simpson's rule instead of chunk by chunk.
+SIMPSON_CHUNKS = 4
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class Hardware:
     @staticmethod
     def build(layout: Layout, gpu: GpuSpec, coefficients: Coefficients) -> Hardware:
         formats = {layout.formats.dense_compute, layout.formats.expert_compute, "bf16"}
+        if (gpu.tflops("fp8") or 0.0) > 0:
+            formats.add("fp8")  # the DSA indexer's logits run in FP8 whatever the weights are
         rates: list[tuple[tuple[OpKind, str], float]] = []
         for kind in OpKind:
             efficiency = coefficients.attention_efficiency if kind is OpKind.ATTENTION else coefficients.gemm_efficiency
@@ -72,7 +78,7 @@ def forward_seconds(hw: Hardware, work: ForwardWork, layer_overhead_s: float, pe
     half_width = hw.coefficients.gemm_half_width
     kernels = 0.0
     for op in work.ops:
-        rate = rates[(op.kind, op.compute_format)]
+        rate = rates.get((op.kind, op.compute_format)) or rates[(op.kind, "bf16")]
         if math.isfinite(op.width):
             rate *= op.width / (op.width + half_width)
         seconds = max(op.hbm_bytes / hw.bandwidth, op.flops / rate)
@@ -152,13 +158,22 @@ def prefill_cost(
         batch = min(per_rank, max(1.0, math.floor(chunk / new_tokens)))
         seconds = prefill_forward_seconds(hw, batch, new_tokens, prefix_tokens, busy)
         return PrefillCost(seconds, seconds / (batch * busy), batch * busy)
-    chunks = math.ceil(new_tokens / chunk)
-    total = 0.0
-    done = 0.0
-    for _ in range(chunks):
-        size = min(float(chunk), new_tokens - done)
-        total += prefill_forward_seconds(hw, 1.0, size, prefix_tokens + done, busy)
-        done += size
+    full_chunks = math.floor(new_tokens / chunk)
+    rest = new_tokens - full_chunks * chunk
+    size = float(chunk)
+
+    def full_chunk(index: float) -> float:
+        return prefill_forward_seconds(hw, 1.0, size, prefix_tokens + index * size, busy)
+
+    if full_chunks <= SIMPSON_CHUNKS:
+        total = sum(full_chunk(k) for k in range(full_chunks))
+    else:
+        # A full chunk's time is piecewise linear in its prefix (attention grows with it, the rest does not):
+        # Simpson's rule over the first, middle and last chunk sums a long prompt in three forwards.
+        last = full_chunks - 1
+        total = full_chunks * (full_chunk(0) + 4.0 * full_chunk(last / 2.0) + full_chunk(last)) / 6.0
+    if rest > 0:
+        total += prefill_forward_seconds(hw, 1.0, rest, prefix_tokens + full_chunks * size, busy)
     return PrefillCost(total, total / busy, busy)
 
 
@@ -185,8 +200,10 @@ def floor_seconds(
     active = arch.active_params - CATALOG_ROUNDING_PARAMS
     weight_bytes = active * bytes_per_param / gpus
     # Unique KV of the batch (an MLA latent, or every KV head once) spread over every GPU of the worker.
-    kv_bytes = requests * attended_tokens(arch, context) * unique_kv_elements_per_token_layer(arch)
-    kv_bytes = kv_bytes * formats.kv_bytes_per_element / gpus
+    # With DeepSeek Sparse Attention only the top-k latents are read, plus every token's indexer key.
+    kv_bytes = requests * core_attended_tokens(arch, context) * unique_kv_elements_per_token_layer(arch)
+    kv_bytes = kv_bytes * formats.kv_bytes_per_element
+    kv_bytes = (kv_bytes + requests * attended_tokens(arch, context) * indexer_bytes_per_token_layer(arch)) / gpus
     tokens = requests * new_tokens_per_request
     # Prefill only computes logits for the last token of each prompt.
     head = float(arch.vocab_size * arch.hidden_size)

@@ -165,5 +165,9 @@ class Prediction:
     cost_per_mtok: float
     memory: MemoryFit
     # Relative one-sigma error of the latency predictions, from the calibration residuals of this GPU
-    # family; the planner's safety margin grows with it.
+    # family (the larger of TTFT's and TPOT's); the planner's safety margin grows with it.
     uncertainty: float
+    # The same per metric (log-error one-sigma of TTFT and of TPOT, measured leave-one-model-out): the
+    # planner sizes each SLO's margin with its own metric's. None: use `uncertainty`.
+    ttft_uncertainty: float | None = None
+    tpot_uncertainty: float | None = None

@@ -1,17 +1,20 @@
 """Choosing: the safety margin, the SLO checks, the objective's ranking and the knee bisection.
 
-The margin protects the SLO against the model's own error: a prediction must stay under
-`limit / (1 + margin)`. It grows with the prediction's uncertainty (the relative 1-sigma error the
-performance model reports from its calibration residuals) and shrinks as this cluster's observations
-confirm the model (`calibration_confidence`, maintained by the tuning layer).
+The margin protects each SLO against the model's own error: a prediction must stay under
+`limit / (1 + margin)`. The error is multiplicative — log(measured / predicted) is what the calibration
+measures — so the margin is the ratio that covers it one-sided at 90 %: `exp(1.28·σ) − 1`, where σ is the
+one-sigma error *of that metric* (TTFT or TPOT) on this GPU family, measured leave-one-model-out on the
+rows that describe their deployment (`Prediction.ttft_uncertainty` / `tpot_uncertainty`). It shrinks as
+this cluster's observations confirm the model (`calibration_confidence`, maintained by the tuning layer).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from frontier_operator.perf.types import Prediction
-from frontier_operator.planner.types import Evaluated, Objective, SloBound, SloCheck
+from frontier_operator.planner.types import Evaluated, Objective, SloBound, SloCheck, SloMetric
 
 # One-sided 90 % quantile of a normal error: a fresh, uncalibrated model keeps predictions 1.28 sigma
 # under the limit.
@@ -23,13 +26,42 @@ MIN_MARGIN = 0.02
 
 
 def safety_margin(uncertainty: float, calibration_confidence: float) -> float:
+    """`exp(z·σ·scale) − 1`: the one-sided 90 % ratio of a log-normal model error of one-sigma `uncertainty`."""
     confidence = min(1.0, max(0.0, calibration_confidence))
     scale = 1.0 - MARGIN_SHRINK_AT_FULL_CONFIDENCE * confidence
-    return max(MIN_MARGIN, MARGIN_Z * max(0.0, uncertainty) * scale)
+    return max(MIN_MARGIN, math.expm1(MARGIN_Z * max(0.0, uncertainty) * scale))
 
 
-def check_slos(slos: Sequence[SloBound], prediction: Prediction, margin: float) -> tuple[SloCheck, ...]:
-    return tuple(SloCheck(bound, bound.predicted(prediction), bound.limit_s / (1 + margin)) for bound in slos)
+def metric_uncertainty(prediction: Prediction, metric: SloMetric) -> float:
+    """The model's one-sigma relative error for one metric: TTFT's for TTFT, TPOT's for the per-token
+    metrics, the larger for end-to-end latency (it adds both); the overall figure when a predictor gives
+    no per-metric one."""
+    ttft = prediction.ttft_uncertainty if prediction.ttft_uncertainty is not None else prediction.uncertainty
+    tpot = prediction.tpot_uncertainty if prediction.tpot_uncertainty is not None else prediction.uncertainty
+    if metric is SloMetric.TTFT:
+        return ttft
+    if metric is SloMetric.E2E:
+        return max(ttft, tpot)
+    return tpot
+
+
+def slo_margin(prediction: Prediction, bound: SloBound, calibration_confidence: float) -> float:
+    return safety_margin(metric_uncertainty(prediction, bound.metric), calibration_confidence)
+
+
+def check_slos(
+    slos: Sequence[SloBound],
+    prediction: Prediction,
+    margin: float | None = None,
+    *,
+    calibration_confidence: float = 0.0,
+) -> tuple[SloCheck, ...]:
+    """Each bound against its prediction: with one fixed `margin`, or (None) each metric's own margin."""
+    checks = []
+    for bound in slos:
+        applied = slo_margin(prediction, bound, calibration_confidence) if margin is None else margin
+        checks.append(SloCheck(bound, bound.predicted(prediction), bound.limit_s / (1 + applied), applied))
+    return tuple(checks)
 
 
 def worst_ratio(checks: Sequence[SloCheck]) -> float:

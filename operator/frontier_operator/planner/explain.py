@@ -44,11 +44,11 @@ def percent(delta: float) -> str:
     return f"{abs(delta):.0f} % {'dearer' if delta >= 0 else 'cheaper'}"
 
 
-def slo_sentence(check: SloCheck, margin: float) -> str:
+def slo_sentence(check: SloCheck) -> str:
     verdict = "met" if check.met else "MISSED"
     return (
         f"{check.bound.label}: predicted {ms(check.predicted_s)} against {ms(check.bound.limit_s)} "
-        f"({check.headroom_pct:.0f} % headroom, {margin * 100:.0f} % safety margin) — {verdict}"
+        f"({check.headroom_pct:.0f} % headroom, {check.margin * 100:.0f} % safety margin) — {verdict}"
     )
 
 
@@ -260,7 +260,7 @@ def explain_plan(
     summaries: Sequence[RejectionSummary],
 ) -> tuple[str, ...]:
     lines = [f"chosen ({request.objective.value}): {fleet_sentence(chosen)}"]
-    lines += [slo_sentence(check, chosen.margin) for check in chosen.checks]
+    lines += [slo_sentence(check) for check in chosen.checks]
     if chosen.knee is not None:
         lines.append(knee_sentence(chosen.knee))
     lines += [runner_up_sentence(r) for r in runner_ups]

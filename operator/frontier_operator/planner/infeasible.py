@@ -140,7 +140,7 @@ def _slo_relaxations(request: PlanRequest, outcome: SearchOutcome, nearest: Eval
             tries.setdefault(index, []).append(_round_up(best))
     if nearest is not None:
         for index, check in enumerate(nearest.checks):
-            value = _round_up(check.predicted_s * (1 + nearest.margin))
+            value = _round_up(check.predicted_s * (1 + check.margin))
             if not check.met and math.isfinite(value) and value not in tries.get(index, []):
                 tries.setdefault(index, []).append(value)
     proposals = [{index: value} for index, values in sorted(tries.items()) for value in sorted(values)]
@@ -320,7 +320,7 @@ def diagnose(
     explanation: list[str] = [summary]
     if nearest is not None:
         explanation.append(f"nearest: {fleet_sentence(nearest)}")
-        explanation += [slo_sentence(check, nearest.margin) for check in nearest.checks]
+        explanation += [slo_sentence(check) for check in nearest.checks]
     if suggestions:
         explanation.append("to make it feasible: " + "; ".join(s.text for s in suggestions))
     explanation += [shift_sentence(shift) for shift in shifts]

@@ -124,7 +124,7 @@ def _unmet(candidates: Sequence[Evaluated]) -> list[Rejection]:
             worst = max(missed, key=lambda check: check.predicted_s / check.required_s)
             detail = (
                 f"{worst.bound.label} {ms(worst.predicted_s)} exceeds {ms(worst.required_s)} "
-                f"(the {ms(worst.bound.limit_s)} limit less the {candidate.margin * 100:.0f} % margin)"
+                f"(the {ms(worst.bound.limit_s)} limit less the {worst.margin * 100:.0f} % margin)"
             )
             rejections.append(Rejection(name, RejectionReason.SLO_UNREACHABLE, detail))
         elif not candidate.within_budget:

@@ -53,6 +53,8 @@ def fleet_to_dict(candidate: Evaluated) -> dict[str, Any]:
             "outputTokensPerSecondPerUser": _number(prediction.output_tokens_per_s_per_user, 2),
             "costPerMtok": _number(prediction.cost_per_mtok, 4),
             "uncertainty": _number(prediction.uncertainty, 4),
+            "ttftUncertainty": _number(prediction.ttft_uncertainty, 4),
+            "tpotUncertainty": _number(prediction.tpot_uncertainty, 4),
         },
         "safetyMarginPercent": _number(candidate.margin * 100, 2),
         "qualityLossPercent": _number(candidate.quality_loss_pct, 3),
@@ -64,6 +66,7 @@ def fleet_to_dict(candidate: Evaluated) -> dict[str, Any]:
                 "requiredMs": _number(check.required_s * 1e3, 3),
                 "valueMs": _number(check.predicted_s * 1e3, 3),
                 "headroomPercent": _number(check.headroom_pct, 2),
+                "safetyMarginPercent": _number(check.margin * 100, 2),
                 "met": check.met,
             }
             for check in candidate.checks

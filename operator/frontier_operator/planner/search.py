@@ -43,7 +43,7 @@ from frontier_operator.perf.types import (
     WorkerConfig,
     Workload,
 )
-from frontier_operator.planner.choose import check_slos, largest_passing, objective_key, safety_margin
+from frontier_operator.planner.choose import check_slos, largest_passing, objective_key, slo_margin
 from frontier_operator.planner.describe import describe_config, describe_worker
 from frontier_operator.planner.enumerate import Shape, enumerate_shapes
 from frontier_operator.planner.formats import quality_loss_pct
@@ -61,6 +61,7 @@ from frontier_operator.planner.types import (
     Rejection,
     RejectionReason,
     SloBound,
+    SloCheck,
     SloMetric,
     Technique,
 )
@@ -283,8 +284,11 @@ class _Search:
 
     # ------------------------------------------------------------------------------------ helpers
 
-    def _margin(self, prediction: Prediction) -> float:
-        return safety_margin(prediction.uncertainty, self.request.calibration_confidence)
+    def _margin(self, prediction: Prediction, bound: SloBound) -> float:
+        return slo_margin(prediction, bound, self.request.calibration_confidence)
+
+    def _checks(self, slos: Sequence[SloBound], prediction: Prediction) -> tuple[SloCheck, ...]:
+        return check_slos(slos, prediction, calibration_confidence=self.request.calibration_confidence)
 
     def _predict(self, pool: GpuPool, config: ServingConfig, rate: float | None = None) -> Prediction:
         workload = self.request.workload if rate is None else replace(self.request.workload, request_rate_per_s=rate)
@@ -304,14 +308,13 @@ class _Search:
         return max(1, round(tokens))
 
     def _observe(self, prediction: Prediction) -> None:
-        margin = self._margin(prediction)
         for index, bound in enumerate(self.request.slos):
-            value = bound.predicted(prediction) * (1 + margin)
+            value = bound.predicted(prediction) * (1 + self._margin(prediction, bound))
             if value < self.outcome.best_seen.get(index, math.inf):
                 self.outcome.best_seen[index] = value
 
     def _all_met(self, slos: Sequence[SloBound], prediction: Prediction) -> bool:
-        return all(check.met for check in check_slos(slos, prediction, self._margin(prediction)))
+        return all(check.met for check in self._checks(slos, prediction))
 
     def _minimum_replicas(self, capacity_per_replica: float) -> int:
         request = self.request
@@ -503,7 +506,7 @@ class _Search:
             if unloaded is None:
                 continue
             top, prediction = unloaded
-            checks = check_slos(ttft, prediction, self._margin(prediction))
+            checks = self._checks(ttft, prediction)
             closeness.append((max((c.predicted_s / c.required_s for c in checks), default=0.0), shape, top))
         meeting = [
             screened
@@ -540,7 +543,7 @@ class _Search:
         top = max(1, top_cap // ranks)
         ladder = [size for size in CAP_LADDER if size < top] + [top]
         base = self._token_time(pool, worker, max(1, round(prediction.mean_batch)))
-        margin = self._margin(prediction)
+        required = {id(bound): bound.limit_s / (1 + self._margin(prediction, bound)) for bound in self.per_token_slos}
         per_token = [(bound, bound.predicted(prediction) / base) for bound in self.per_token_slos]
         p50 = prediction.tpot.p50 / base
 
@@ -551,13 +554,13 @@ class _Search:
                 batch = ladder[index] * ranks
                 step = self._token_time(pool, worker, batch)
                 scaled = [(bound, step * scale) for bound, scale in per_token]
-                meets = all(value <= bound.limit_s / (1 + margin) for bound, value in scaled)
+                meets = all(value <= required[id(bound)] for bound, value in scaled)
                 self._capability_point(job, worker, batch, seconds_per_token=step * p50, gpus=point_gpus, meets=meets)
                 probed[index] = scaled
             return probed[index]
 
         def passes(index: int) -> bool:
-            return all(value <= bound.limit_s / (1 + margin) for bound, value in values(index))
+            return all(value <= required[id(bound)] for bound, value in values(index))
 
         last = len(ladder) - 1
         if not per_token or passes(last):
@@ -603,7 +606,7 @@ class _Search:
     ) -> tuple[Evaluated, bool]:
         """The verdict on one sized fleet; the flag says whether it meets every SLO, the rate and the budget."""
         request = self.request
-        margin = self._margin(prediction)
+        checks = self._checks(request.slos, prediction)
         capacity = prediction.max_request_rate_per_s
         sustains = capacity >= request.workload.request_rate_per_s and (
             request.min_output_tokens_per_s is None
@@ -615,8 +618,8 @@ class _Search:
             pool=job.pool,
             prediction=prediction,
             techniques=job.techniques,
-            checks=check_slos(request.slos, prediction, margin),
-            margin=margin,
+            checks=checks,
+            margin=max((check.margin for check in checks), default=0.0),
             knee=knee,
             allowed=job.allowed,
             within_budget=config.total_gpus <= job.pool.max_gpus,
@@ -631,7 +634,7 @@ class _Search:
         Its fleet at the rate's minimum size is predicted later, and only when nothing meets the SLO, for
         the few such jobs that came closest.
         """
-        checks = check_slos(self.request.slos, unloaded, self._margin(unloaded))
+        checks = self._checks(self.request.slos, unloaded)
         worst = max(checks, key=lambda check: check.predicted_s / check.required_s)
         screened = job.unified or job.decode
         assert screened is not None

@@ -248,6 +248,8 @@ class SloCheck:
     predicted_s: float
     # The limit shrunk by the safety margin: what the prediction must stay under.
     required_s: float
+    # The safety margin applied to this bound: required = limit / (1 + margin).
+    margin: float = 0.0
 
     @property
     def met(self) -> bool:
@@ -280,6 +282,7 @@ class Evaluated:
     prediction: Prediction
     techniques: frozenset[Technique]
     checks: tuple[SloCheck, ...]
+    # The largest of the per-SLO safety margins (each check carries its own).
     margin: float
     knee: BatchKnee | None
     # Whether the spec allows every format and technique it uses (baseline references may not be).

@@ -9,20 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from frontier_operator.api.errors import FieldError
 from frontier_operator.api.spec import FrontierTargetSpec
 from frontier_operator.api.status import (
     MAX_LIST,
+    CanaryStatus,
     ConditionStatus,
     ConditionType,
+    ConfigStatus,
     FrontierTargetStatus,
     HistoryEntry,
+    ObservedStatus,
     PlanStatus,
 )
 from frontier_operator.planner.types import Infeasible, Plan
 from frontier_operator.reconcile.conditions import ORDER, ConditionUpdate, apply_conditions, find_condition
+from frontier_operator.reconcile.events import EventNote
 from frontier_operator.reconcile.plan_status import (
     frontier_points,
     infeasibility,
@@ -31,6 +35,7 @@ from frontier_operator.reconcile.plan_status import (
     technique_status,
 )
 from frontier_operator.reconcile.summary import build_summary
+from frontier_operator.reconcile.tuning_tick import TuningReport
 
 WORKLOAD_KINDS = ("Deployment", "LeaderWorkerSet")
 TRUE, FALSE, UNKNOWN = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
@@ -45,10 +50,23 @@ class InvalidSpec:
 
 
 @dataclass(frozen=True)
-class Planned:
-    plan: Plan
+class CanaryRollout:
+    """A second revision taking a share of the traffic while the tuning loop compares it with the stable one."""
+
     revision: str
     objects: tuple[dict[str, Any], ...]
+    status: CanaryStatus
+
+
+@dataclass(frozen=True)
+class Planned:
+    plan: Plan
+    # The stable revision and its objects.
+    revision: str
+    objects: tuple[dict[str, Any], ...]
+    canary: CanaryRollout | None = None
+    # The configuration the stable objects run when tuning changed it from the plan's (None: the plan's).
+    tuned: ConfigStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -87,16 +105,11 @@ class ReconcileInput:
     now: str
     # Re-apply every object (on create, update and resume), not only what is missing.
     force_apply: bool = False
+    # What the tuning loop measured and decided on this step (None: no tick this time).
+    tuning: TuningReport | None = None
 
 
 # ---------------------------------------------------------------------------------------------- outputs
-
-
-@dataclass(frozen=True)
-class EventNote:
-    type: Literal["Normal", "Warning"]
-    reason: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -130,7 +143,9 @@ def _readiness(wanted: dict[str, int], observed: Sequence[ObservedWorkload]) -> 
     missing = [name for name in wanted if name not in by_name]
     ready = sum(min(by_name[name].ready, want) for name, want in wanted.items() if name in by_name)
     desired = sum(wanted.values())
-    waiting = [name for name in wanted if name in by_name and not by_name[name].is_ready]
+    # Against the wanted count, not the one observed: a Deployment scaled up in place (a promoted canary keeps
+    # its revision and its Deployments) is not ready until the added replicas are.
+    waiting = [name for name, want in wanted.items() if name in by_name and by_name[name].ready < want]
     if missing:
         return False, False, f"creating {', '.join(sorted(missing))}"
     if waiting:
@@ -162,17 +177,24 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
     current, observed = inputs.current, inputs.observed
     revision = outcome.revision
     wanted = _wanted_workloads(outcome.objects)
-    exist, ready, readiness = _readiness(wanted, [w for w in observed if w.revision == revision])
+    _exist, ready, readiness = _readiness(wanted, [w for w in observed if w.revision == revision])
     new_plan = plan_status(outcome.plan, revision)
     events: list[EventNote] = []
     previous_revision = current.plan.revision if current.plan else None
-    if previous_revision != revision:
+    if previous_revision != revision and outcome.tuned is None:
         first = outcome.plan.explanation[0] if outcome.plan.explanation else new_plan.config.summary
         events.append(EventNote("Normal", "PlanChosen", f"revision {revision}: {first}"))
 
-    apply = outcome.objects if inputs.force_apply or not exist or previous_revision != revision else ()
-    old = {w.revision for w in observed if w.revision != revision}
-    if current.applied_revision and current.applied_revision != revision:
+    changed = inputs.force_apply or previous_revision != revision
+    apply = outcome.objects if changed or not _in_place(wanted, observed, revision) else ()
+    keep = {revision}
+    if outcome.canary is not None:
+        canary = outcome.canary
+        keep.add(canary.revision)
+        if changed or not _in_place(_wanted_workloads(canary.objects), observed, canary.revision):
+            apply = (*apply, *canary.objects)
+    old = {w.revision for w in observed if w.revision not in keep}
+    if current.applied_revision and current.applied_revision not in keep:
         old.add(current.applied_revision)
     prune = tuple(sorted(old)) if ready else ()
     if prune:
@@ -203,7 +225,16 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
         ConditionUpdate(ConditionType.DEGRADED, FALSE, "AsExpected", "the plan rendered and applied"),
         *_unknown_until_observed(current),
     ]
-    return _result(
+    report = inputs.tuning
+    if report is not None:
+        updates += report.conditions
+        history = [*history, *report.history][-MAX_LIST:]
+        events += report.events
+        drift = next((u for u in report.conditions if u.type is ConditionType.MODEL_DRIFT), None)
+        if drift is not None and drift.status is TRUE:
+            event = EventNote("Warning", "ModelDrift", drift.message)
+            events += _once(current, ConditionType.MODEL_DRIFT, drift, event)
+    result = _result(
         inputs,
         updates,
         events,
@@ -213,7 +244,42 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
         applied=revision if ready else current.applied_revision,
         history=history,
         outcome=outcome.plan,
+        observed=report.observed if report is not None else None,
     )
+    return _with_tuning(result, outcome, report, new_plan)
+
+
+def _with_tuning(
+    result: ReconcileResult, outcome: Planned, report: TuningReport | None, plan: PlanStatus
+) -> ReconcileResult:
+    """Fold the tuning loop's side of the status in: the configuration it runs, the canary, what it saw."""
+    status = result.status
+    applied = outcome.tuned or plan.config
+    tuning = status.tuning.model_copy(update={"applied": applied})
+    changes: dict[str, Any] = {
+        "canary": outcome.canary.status if outcome.canary is not None else None,
+        "summary": status.summary.model_copy(update={"config": applied.summary, "gpus": applied.total_gpus}),
+    }
+    if report is not None:
+        tuning = tuning.model_copy(
+            update={
+                "last_evaluated_at": report.evaluated_at,
+                "last_decision": report.last_decision,
+                "last_decision_reason": report.last_decision_reason,
+            }
+        )
+        changes |= {
+            "calibration": report.calibration,
+            "recommendation": report.recommendation,
+        }
+    changes["tuning"] = tuning
+    return replace(result, status=status.model_copy(update=changes))
+
+
+def _in_place(wanted: dict[str, int], observed: Sequence[ObservedWorkload], revision: str) -> bool:
+    """Every wanted workload of the revision exists with the wanted replica count (a scale step changes it)."""
+    by_name = {w.name: w for w in observed if w.revision == revision}
+    return all(name in by_name and by_name[name].desired == want for name, want in wanted.items())
 
 
 def _reason(plan: Plan) -> str:
@@ -334,6 +400,7 @@ def _result(
     apply: tuple[dict[str, Any], ...] = (),
     prune: tuple[str, ...] = (),
     outcome: Plan | Infeasible | None = None,
+    observed: ObservedStatus | None = None,
 ) -> ReconcileResult:
     current, spec = inputs.current, inputs.spec
     conditions = apply_conditions(current.conditions, updates, inputs.now, inputs.generation)
@@ -360,7 +427,8 @@ def _result(
             "infeasible": infeasibility(outcome),
         }
     if spec is not None:
-        observed = current.observed
+        observed = observed or current.observed
+        changes["observed"] = observed
         changes["summary"] = build_summary(
             spec, conditions, plan, observed.ttft_ms if observed else None, observed.tpot_ms if observed else None
         )

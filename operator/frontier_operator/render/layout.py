@@ -127,7 +127,11 @@ def resolve_layout(request: RenderRequest) -> FleetLayout:
     if disaggregated:
         _check_roles_agree(engines[Role.PREFILL], engines[Role.DECODE])
     image = spec.serving.rocm_image if gpu.vendor is Vendor.AMD else spec.serving.image
-    revision = revision_hash(image, {role.value: engine.to_argv() for role, engine in engines.items()})
+    revision = revision_hash(
+        image,
+        {role.value: engine.to_argv() for role, engine in engines.items()},
+        sweep=request.variant is Variant.SWEEP,
+    )
     has_router = disaggregated or deployments[0].replicas > 1
     stable_addresses = has_router and spec.serving.router.worker_discovery is WorkerDiscovery.STABLE_ADDRESSES
 

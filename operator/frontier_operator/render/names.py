@@ -50,15 +50,16 @@ def label_value(value: str) -> str:
     return shorten(value, MAX_LABEL_VALUE)
 
 
-def revision_hash(image: str, engine_argv: Mapping[str, Sequence[str]]) -> str:
+def revision_hash(image: str, engine_argv: Mapping[str, Sequence[str]], *, sweep: bool = False) -> str:
     """Hash of what makes an engine pod what it is: the image and each role's argv.
 
     Replica counts are left out on purpose: scaling is not a new revision. Environment and resources are
-    left out too; changing them rolls the pods of the same revision in place.
+    left out too; changing them rolls the pods of the same revision in place. A sweep deployment of the very
+    configuration that serves gets a revision of its own (`sweep`), so its objects, labels and the router's
+    discovery selectors never meet the serving revision's.
     """
-    payload = json.dumps(
-        {"image": image, "roles": {role: list(argv) for role, argv in engine_argv.items()}},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    content: dict[str, object] = {"image": image, "roles": {role: list(argv) for role, argv in engine_argv.items()}}
+    if sweep:
+        content["sweep"] = True
+    payload = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return _digest(payload, REVISION_LENGTH)

@@ -18,6 +18,7 @@ from frontier_operator.perf.types import Role
 from frontier_operator.render.engine_args import BOOTSTRAP_PORT, DIST_INIT_PORT, HTTP_PORT, LAUNCH_COMMAND
 from frontier_operator.render.errors import RenderError, RenderErrorReason
 from frontier_operator.render.layout import FleetLayout, RoleLayout
+from frontier_operator.render.request import Variant
 
 LABEL_TARGET = "frontier.dev/target"
 LABEL_ROLE = "frontier.dev/role"
@@ -80,11 +81,20 @@ def selector_labels(layout: FleetLayout, role: str) -> dict[str, str]:
     return {LABEL_TARGET: layout.target_label, LABEL_REVISION: layout.revision, LABEL_ROLE: role}
 
 
+def serves_users(layout: FleetLayout) -> bool:
+    """Whether the revision's entry pods join the target's Service: stable and canary do, a sweep never.
+
+    The Service selects `frontier.dev/entrypoint=true` (a Service selector cannot exclude a label value), so a
+    sweep's entry pods simply do not carry that label; its benchmark reaches them through a Service of its own.
+    """
+    return layout.variant is not Variant.SWEEP
+
+
 def engine_pod_labels(layout: FleetLayout, role: RoleLayout, leader: bool) -> dict[str, str]:
     labels = revision_labels(layout, COMPONENT_ENGINE, role.role.value)
     if leader:
         labels[LABEL_LEADER] = TRUE
-        if not layout.has_router:
+        if not layout.has_router and serves_users(layout):
             labels[LABEL_ENTRYPOINT] = TRUE
     return labels
 

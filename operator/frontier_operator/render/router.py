@@ -25,6 +25,7 @@ from frontier_operator.render.pods import (
     pre_stop,
     revision_labels,
     selector_labels,
+    serves_users,
 )
 from frontier_operator.render.workloads import leader_addresses, metadata
 
@@ -150,6 +151,8 @@ def rbac(layout: FleetLayout, owner: dict[str, Any] | None) -> list[dict[str, An
 
 
 def router_pod_labels(layout: FleetLayout) -> dict[str, str]:
+    if not serves_users(layout):
+        return _labels(layout)
     return {**_labels(layout), LABEL_ENTRYPOINT: TRUE}
 
 

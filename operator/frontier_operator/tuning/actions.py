@@ -34,6 +34,8 @@ class Hold(StrEnum):
     SLO_MET = "SloMetNoCheaperOption"
     CANARY_STARTING = "CanaryStarting"
     CANARY_COMPARING = "CanaryComparing"
+    # `frontier pin` keeps the engine configuration: only replica counts may change.
+    PINNED = "Pinned"
 
 
 class CanaryMotive(StrEnum):
@@ -48,6 +50,8 @@ class RollbackCause(StrEnum):
     NO_DATA = "NoData"
     SLO_BREACH = "SloBreach"
     NOT_CHEAPER = "NotCheaper"
+    # `frontier rollback` (the frontier.dev/rollback annotation).
+    MANUAL = "Manual"
 
 
 class ReplanCause(StrEnum):

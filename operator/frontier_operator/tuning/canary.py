@@ -67,6 +67,35 @@ def _room_for(s: Situation, canary: ServingConfig, pool: GpuPool) -> bool:
     return used + canary.total_gpus <= pool.max_gpus
 
 
+def _canary_gets_data(s: Situation) -> bool:
+    """At today's rate the canary's share completes enough requests per window to be judged.
+
+    A canary judged on fewer than `min_samples` requests is rolled back for lack of data after the data
+    deadline, having held its GPUs and two changes of the hourly budget for nothing (seen at the trough of
+    diurnal traffic: 60–80 requests per window at a 10 % share of 2–3 requests/s).
+    """
+    expected = s.policy.canary_share * s.workload.request_rate_per_s * s.policy.window_s
+    return expected >= s.policy.min_samples
+
+
+def _judged_workload(s: Situation) -> Workload:
+    """The whole fleet's workload at the rate a canary started now will be judged on.
+
+    A canary is judged at least `canary_min_duration` after it starts, on the traffic of that later window;
+    while the traffic ramps up, a candidate sized for today's window is judged on a heavier load and rolled
+    back, having cost its GPUs and two changes (Llama-70B under diurnal traffic: a TP2 canary started on the
+    morning ramp, rolled back 20 min later for capacity). The smoothed rate (half-life six windows) trails a
+    ramp by about its rise over the next half hour, so on the way up the candidate is priced at the window's
+    rate plus that lead; on the way down, at the window's.
+    """
+    workload = _fleet_workload(s)
+    smoothed = s.model.calibration.workload.request_rate_per_s
+    window = s.workload.request_rate_per_s
+    if smoothed is None or smoothed <= 0 or window <= smoothed:
+        return workload
+    return replace(workload, request_rate_per_s=workload.request_rate_per_s * (2.0 * window - smoothed) / window)
+
+
 def _rejected_recently(s: Situation, config: ServingConfig, pool: GpuPool) -> bool:
     key = structure_key(config, pool.name)
     since = s.now - s.policy.retry_rejected_after_s
@@ -95,7 +124,7 @@ def _start(
     why: str,
 ) -> Proposal | None:
     canary = canary_fleet(config, s.policy.canary_share)
-    if not _room_for(s, canary, pool):
+    if not _room_for(s, canary, pool) or not _canary_gets_data(s):
         return None
     image = s.model.image if motive is CanaryMotive.IMAGE else None
     return Proposal(
@@ -160,7 +189,7 @@ def _neighbours(s: Situation) -> list[Evaluated]:
 
 def cheaper_canary(s: Situation) -> Proposal | None:
     """The plan (made with the corrected model) has a structurally different fleet cheaper by the margin."""
-    workload = _fleet_workload(s)
+    workload = _judged_workload(s)
     stable_cost = _stable_cost(s, workload)
     if stable_cost is None:
         return None
@@ -200,10 +229,22 @@ def _exploration_allowed(s: Situation) -> bool:
     return recent_changes(s) + 2 <= s.policy.max_changes_per_hour
 
 
+def _optimistic_share(config: ServingConfig, optimism: float) -> float:
+    """The share of `config`'s cost a fleet `optimism` times as fast would need: never under one replica per role.
+
+    A faster engine serves the same traffic with fewer replicas — on average over the day a fraction of a
+    replica, since traffic moves — but never with fewer than one per role: a fleet already at one replica
+    per role costs the same however fast it is (an exploration of a same-sized single-replica neighbour of
+    Llama-70B was started on an "optimistic" saving its fleet could not realise).
+    """
+    floor = sum(r.worker.gpus for r in config.roles)
+    return max(optimism, floor / config.total_gpus) if config.total_gpus > 0 else 1.0
+
+
 def explore(s: Situation) -> Proposal | None:
     if not _exploration_allowed(s):
         return None
-    workload = _fleet_workload(s)
+    workload = _judged_workload(s)
     stable_cost = _stable_cost(s, workload)
     if stable_cost is None:
         return None
@@ -220,8 +261,16 @@ def explore(s: Situation) -> Proposal | None:
             continue
         optimistic_slo = all(bound.predicted(prediction) * optimism <= bound.limit_s for bound in s.slos)
         expected_gain = 1.0 - prediction.cost_per_mtok / stable_cost
-        optimistic_gain = 1.0 - prediction.cost_per_mtok * optimism / stable_cost
-        if not optimistic_slo or expected_gain > s.policy.promote_margin:
+        optimistic_gain = 1.0 - prediction.cost_per_mtok * _optimistic_share(candidate.config, optimism) / stable_cost
+        # What `cheaper_canary` would start is not exploration; a candidate predicted much cheaper but short of
+        # the SLO by less than its uncertainty is (it fell through both rules before: Llama-70B's TP2 fleet,
+        # half the GPUs of the plan, predicted a few percent over the limit, was the oracle).
+        plain = (
+            expected_gain > s.policy.promote_margin
+            and s.forecaster.meets(prediction, s.slos)
+            and s.forecaster.carries(prediction, workload, s.policy.capacity_headroom)
+        )
+        if not optimistic_slo or plain:
             continue
         if optimistic_gain > s.policy.promote_margin and (best is None or optimistic_gain > best[0]):
             best = (optimistic_gain, _Priced(candidate, prediction, sigma))

@@ -27,11 +27,12 @@ table):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from frontier_operator.perf.types import Role
 from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
-from frontier_operator.tuning.actions import Decision, Hold, NoAction, SloStanding
+from frontier_operator.tuning.actions import Decision, Hold, NoAction, ReplanCause, SloStanding
 from frontier_operator.tuning.canary import (
     canary_health,
     cheaper_canary,
@@ -48,17 +49,22 @@ from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.replan import replan, replan_trigger
 from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.slo import describe_standings, standings
-from frontier_operator.tuning.state import AppliedState, CanaryState, ModelContext
+from frontier_operator.tuning.state import AppliedState, CanaryState, ChangeKind, ModelContext
 from frontier_operator.tuning.steps import (
     batch_cap_down,
     batch_cap_up,
     describe_violation,
+    saturated,
     scale_down,
     scale_up,
     shift_ratio,
 )
 from frontier_operator.tuning.structure import decoding_role, latency_role, with_replicas
 from frontier_operator.tuning.workload import serving_group, variant_workload
+
+# How many sigmas of a window's sampling noise a violation must exceed before capacity is added for it
+# (unless the calibrated model confirms it): two, so a fleet that meets its SLO is not grown on a 2.5 % tail.
+NOISE_SIGMAS = 2.0
 
 
 def decide(
@@ -116,12 +122,15 @@ def decide(
         rollout = ", ".join(f"{r.role.value} {r.ready}/{r.desired} ready" for r in pending)
         return hold(Hold.STEP_PENDING, f"the previous step is still rolling out ({rollout})", standing)
     trigger = replan_trigger(model, policy.workload_shift, policy.cache_hit_shift)
-    if trigger is not None:
+    if trigger is not None and not (trigger[0] is ReplanCause.WORKLOAD_SHIFT and _saturated_fleet(s)):
         return s.decision(replan(model, *trigger))
     held = _change_gates(s)
     if held is not None:
         return held
     if any(x.violated for x in standing):
+        held = _draining_backlog(s) or _within_noise(s, samples)
+        if held is not None:
+            return held
         return s.decision(_remedy(s))
     image = image_canary(s)
     if image is not None:
@@ -165,6 +174,76 @@ def _change_gates(s: Situation) -> Decision | None:
             s.standing,
         )
     return None
+
+
+def _saturated_fleet(s: Situation) -> bool:
+    """Some role of the stable fleet has more requests queued than running: its completions are its capacity.
+
+    SGLang counts a request when it finishes, so the observed rate of a saturated fleet is what it can
+    serve, not what is offered; re-planning on it plans for less traffic than arrives (Kimi-K2.5: a 40
+    requests/s target "moved" to 8.6 requests/s while 10 000 requests waited). The workload estimate is
+    trusted for re-planning again once the queues are back under the running batch.
+    """
+    return any(saturated(s, deployment.role) for deployment in s.config.roles)
+
+
+def _draining_backlog(s: Situation) -> Decision | None:
+    """Hold a remedy while the window still covers the rollout of the last capacity-adding step.
+
+    The queue built while the fleet was short drains only once the new pods serve; a window that began
+    before then reports that backlog as if the larger fleet were still short, and the anchored projection
+    (observed × the model's ratio) then asks for the most one step may add — a second scale-up the load
+    never needed (DeepSeek-R1 on the H200 table went 1 → 2 → 4 replicas for a load 2 carry). The cooldown
+    is the loop's estimate of a step's rollout, so the window must start at least that long after the step.
+    """
+    history = s.applied.history
+    if not history:
+        return None
+    last = max(history, key=lambda r: r.at)
+    adds = (last.kind is ChangeKind.SCALE and last.direction > 0) or last.kind is ChangeKind.PD_RATIO
+    settled_at = last.at + s.policy.cooldown_s
+    if not adds or s.observation.window_start >= settled_at:
+        return None
+    return Decision(
+        NoAction(Hold.COOLDOWN),
+        f"{describe_violation([x for x in s.standing if x.violated])}, but the window began "
+        f"{settled_at - s.observation.window_start:.0f} s before the last step ({last.kind.value}) can have "
+        "drained the queue built before it: waiting for a window of the new fleet",
+        s.now,
+        s.standing,
+    )
+
+
+def _within_noise(s: Situation, samples: int) -> Decision | None:
+    """Hold a violation that one window's sampling noise explains and the calibrated model does not confirm.
+
+    A percentile of n requests scatters by about `quantile_spread`/√n (3.6 % at 300); the decision windows
+    overlap, so a fleet that meets its SLO on every back-to-back window can still show one sliding window a
+    fraction of a percent over (a single DeepSeek-R1 replica at p50 TPOT 40.1 ms of 40 ms, every window met,
+    answered by a second replica held for six hours by the reversal guard). A violation counts as noise only
+    while it is within two such sigmas of its limit *and* the calibrated model — smoothed over every window
+    so far — predicts the running fleet under that limit; a real violation soon fails one of the two, since
+    the calibration follows what the windows keep showing.
+    """
+    settings = s.model.calibration.settings
+    sigma = settings.quantile_spread / math.sqrt(max(samples, 1))
+    smoothed = s.predict_absolute(s.config)
+    if smoothed is None:
+        return None
+    for item, predicted in zip(s.standing, smoothed, strict=True):
+        if not item.violated or item.observed_s is None:
+            continue
+        beyond_noise = math.log(item.observed_s / item.bound.limit_s) > NOISE_SIGMAS * sigma
+        if beyond_noise or not predicted <= item.bound.limit_s:
+            return None
+    return Decision(
+        NoAction(Hold.HYSTERESIS),
+        f"{describe_violation([x for x in s.standing if x.violated])}: within one window's sampling noise "
+        f"(±{sigma:.1%} at {samples} requests) and the calibrated model predicts the fleet under the limit: "
+        "not a confirmed violation",
+        s.now,
+        s.standing,
+    )
 
 
 def _first(attempts: list[Callable[[], Proposal | None]]) -> Proposal | None:

@@ -12,8 +12,9 @@ from dataclasses import replace
 from frontier_operator.perf.types import Workload
 from frontier_operator.planner.describe import describe_config
 from frontier_operator.planner.plan import make_plan
-from frontier_operator.planner.types import Plan
+from frontier_operator.planner.types import Infeasible, Plan, PlanRequest, Predictor
 from frontier_operator.tuning.actions import Replan, ReplanCause
+from frontier_operator.tuning.calibration import CalibrationState
 from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.situation import Proposal
 from frontier_operator.tuning.state import ModelContext
@@ -40,11 +41,20 @@ def replan_trigger(
     return None
 
 
+def corrected_plan(
+    request: PlanRequest, predictor: Predictor, calibration: CalibrationState, workload: Workload
+) -> Plan | Infeasible:
+    """The plan for `workload` with the model corrected by `calibration` (deterministic: the operator re-derives
+    the plan in force from the workload and calibration it stored, rather than storing the plan)."""
+    confidence = calibration.confidence
+    corrected = replace(request, workload=workload, calibration_confidence=confidence)
+    return make_plan(corrected, CalibratedPredictor(predictor, calibration))
+
+
 def replan(model: ModelContext, cause: ReplanCause, why: str) -> Proposal:
     workload = current_workload(model)
     confidence = model.calibration.confidence
-    request = replace(model.request, workload=workload, calibration_confidence=confidence)
-    result = make_plan(request, CalibratedPredictor(model.predictor, model.calibration))
+    result = corrected_plan(model.request, model.predictor, model.calibration, workload)
     if isinstance(result, Plan):
         outcome = (
             f"the corrected model chooses {describe_config(result.chosen.config)} at "

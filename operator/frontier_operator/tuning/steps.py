@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from frontier_operator.perf.types import Role, WorkerConfig
+from frontier_operator.perf.types import Prediction, Role, ServingConfig, WorkerConfig
 from frontier_operator.planner.search import CAP_LADDER
 from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
 from frontier_operator.tuning.actions import ScaleReplicas, SetBatchCap, SetPdRatio, SloStanding, format_seconds
@@ -23,6 +23,8 @@ from frontier_operator.tuning.structure import decoding_role, replicas_of, with_
 KV_NEARLY_FULL = 0.90
 # The cap binds when the mean running batch per replica is at least this share of it.
 CAP_BINDING = 0.90
+# Standard deviations of the (Poisson) in-flight count a cap raised ahead of a removal must clear.
+IN_FLIGHT_SIGMAS = 3.0
 
 
 def _per_token(s: Situation) -> list[SloStanding]:
@@ -47,7 +49,8 @@ def scale_up(s: Situation, role: Role) -> Proposal | None:
         return None
     current = deployment.replicas
     chosen: tuple[int, tuple[float, ...] | None] | None = None
-    for replicas in range(current + 1, current + s.policy.max_replica_step + 1):
+    step = max(s.policy.max_replica_step, current) if saturated(s, role) else s.policy.max_replica_step
+    for replicas in range(current + 1, current + step + 1):
         config = with_replicas(s.config, role, replicas)
         if config.total_gpus > s.pool.max_gpus:
             break
@@ -67,6 +70,21 @@ def scale_up(s: Situation, role: Role) -> Proposal | None:
         ScaleReplicas(role, current, replicas),
         f"{role.value} replicas {current} → {replicas}: {outlook}",
     )
+
+
+def saturated(s: Situation, role: Role) -> bool:
+    """More requests wait in `role`'s queues than run on it: the role serves at its limit and the queue grows.
+
+    Then latency says nothing about how many replicas would suffice (the anchored projection only scales
+    the backlog), and a step of two replicas on a fleet that is several times too small takes an hour of
+    cooldowns (Kimi-K2.5's prefill on the perturbed truth: 3 replicas for a load that needed about 14, a
+    queue of 10 000–60 000 requests). A saturated role may double in one step, as Kubernetes' HPA scales
+    up by default (100 % of the pods per period, `behavior.scaleUp`), still within the GPU budget.
+    """
+    group = s.group(role)
+    if group is None or group.queued_requests is None or group.running_requests is None:
+        return False
+    return group.queued_requests > max(group.running_requests, 1.0)
 
 
 def _recently_scaled_up(s: Situation, role: Role) -> bool:
@@ -93,13 +111,119 @@ def _known_to_violate(s: Situation, role: Role, replicas: int) -> bool:
     return False
 
 
+def _time_in_system(prediction: Prediction, output_tokens: float) -> float:
+    """A request's mean time in the system by the model: its first token, then the rest at the per-token time."""
+    return prediction.ttft.p50 + max(output_tokens - 1.0, 0.0) * prediction.tpot.p50
+
+
+def _in_flight_per_replica(s: Situation, config: ServingConfig, role: Role) -> float | None:
+    """Mean requests in flight per replica of `role` if the stable fleet became `config` under today's traffic.
+
+    Little's law: the requests in flight are the rate times the time each spends in the system, so the
+    observed total scales with the predicted time in system (new / current) and is shared by the new
+    replica count. None when the window or the model cannot say.
+    """
+    group = s.group(role)
+    deployment = config.role(role)
+    current = s.current_prediction
+    new = s.forecaster.predict(config, s.pool, s.workload)
+    if group is None or group.running_requests is None or deployment is None or current is None or new is None:
+        return None
+    output = s.workload.output_tokens.mean
+    now_s, then_s = _time_in_system(current, output), _time_in_system(new, output)
+    if not (math.isfinite(now_s) and now_s > 0):
+        return None
+    return group.running_requests / deployment.replicas * then_s / now_s
+
+
+def _cap_holds(s: Situation, config: ServingConfig, role: Role) -> bool:
+    """The batch cap of `role` in `config` stays clear of its projected in-flight requests.
+
+    Removing replicas raises the batch at each remaining one; a cap the model's capacity clears can still
+    bind, and a binding cap queues requests the model's capacity does not see (a 2 → 1 step at cap 32 for
+    about 30 requests in flight overloaded DeepSeek-R1 on the H200 table). The removal must not leave the cap
+    binding by the loop's own test (`CAP_BINDING`, the threshold `batch_cap_up` acts on).
+    """
+    if role is not decoding_role(config):
+        return True
+    deployment = config.role(role)
+    if deployment is None:
+        return True
+    in_flight = _in_flight_per_replica(s, config, role)
+    if in_flight is None:
+        return True  # no running-requests gauge: the model's capacity check (with headroom) stands alone
+    return math.isfinite(in_flight) and in_flight < CAP_BINDING * deployment.worker.max_running_requests
+
+
+def _removal_fits(s: Situation, smaller: ServingConfig, headroom: float | None = None) -> tuple[float, ...] | None:
+    """The anchored projection of `smaller` when both it and the calibrated model keep every SLO a band under
+    and the fleet carries the traffic with `headroom` (default: the policy's capacity headroom); else None."""
+    # Both the window-anchored and the calibrated projection must agree: one quiet window alone does not
+    # remove capacity.
+    values = s.project(smaller)
+    smoothed = s.predict_absolute(smaller)
+    if values is None or smoothed is None:
+        return None
+    if not (s.fits(values, s.policy.hysteresis) and s.fits(smoothed, s.policy.hysteresis)):
+        return None
+    prediction = s.forecaster.predict(smaller, s.pool, s.workload)
+    spare = s.policy.capacity_headroom if headroom is None else headroom
+    if prediction is None or not s.forecaster.carries(prediction, s.workload, spare):
+        return None
+    return values
+
+
+def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> Proposal | None:
+    """A larger cap (one bounded step, within memory) under which the smaller fleet would fit: raised first.
+
+    SGLang changes the cap only by a rolling restart, and one decision makes one change; raising a cap that
+    does not bind today changes nothing until the replica goes, so the safe order is cap first, then the
+    removal, each re-checked on its own window.
+    """
+    deployment = s.config.role(role)
+    if deployment is None or role is not decoding_role(s.config):
+        return None
+    worker = deployment.worker
+    cap = worker.max_running_requests
+    memory = s.forecaster.memory_batch(s.pool, worker, role, s.workload)
+    ceiling = min(cap * s.policy.max_batch_cap_factor, memory if memory is not None else cap)
+    target = replicas_of(smaller, role)
+    # The largest cap one step allows (within memory): a cap above the batch the traffic sets costs nothing,
+    # while one the in-flight count reaches queues requests — and the projected count is the model's.
+    for candidate in sorted((c for c in _ladder(worker) if cap < c <= ceiling), reverse=True):
+        raised = with_batch_cap(smaller, role, candidate)
+        # Two changes for one removal: the removal must be safe with the whole band of spare capacity (the
+        # margin its latency projections get), not just the headroom a single step needs — a removal made
+        # possible only by a larger cap is one whose batch, and so capacity, moves most.
+        if _removal_fits(s, raised, headroom=s.policy.hysteresis) is None:
+            continue
+        in_flight = _in_flight_per_replica(s, raised, role)
+        if in_flight is None or not math.isfinite(in_flight):
+            continue
+        # A cap raised anyway is raised past the peaks of the in-flight count, not just its mean: requests in
+        # flight fluctuate like a Poisson count (Poisson arrivals, each holding its slot for its whole life),
+        # so mean + 3√mean is exceeded less than 0.2 % of the time (DeepSeek-R1 on one replica at cap 48 for
+        # 33 in flight queued at its peaks; at 64 it did not).
+        if in_flight + IN_FLIGHT_SIGMAS * math.sqrt(in_flight) > candidate:
+            continue
+        return Proposal(
+            SetBatchCap(role, cap, candidate),
+            f"{role.value} batch cap {cap} → {candidate} ahead of removing replicas: {deployment.replicas} → "
+            f"{target} replicas would keep every SLO {s.policy.hysteresis:.0%} under its limit, but their "
+            f"requests in flight would reach today's cap",
+        )
+    return None
+
+
 def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
     """The largest replica removal (at most the step, any role) projected to keep every SLO a band under.
 
     Also returns the roles held back by the anti-flap guards: the stabilisation window after a scale-up,
-    and the reversal guard (never back to a count that violated the SLO lately at today's traffic).
+    and the reversal guard (never back to a count that violated the SLO lately at today's traffic). When
+    the only obstacle to a removal is the decoding role's batch cap, the proposal is to raise the cap first.
     """
     best: tuple[int, Proposal] | None = None
+    cap_first: Proposal | None = None
     held = []
     for deployment in s.config.roles:
         if deployment.replicas <= 1:
@@ -114,16 +238,10 @@ def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
                     held.append(deployment.role)
                 continue
             smaller = with_replicas(s.config, deployment.role, target)
-            # Both the window-anchored and the calibrated projection must agree: one quiet window alone
-            # does not remove capacity.
-            values = s.project(smaller)
-            smoothed = s.predict_absolute(smaller)
-            if values is None or smoothed is None:
-                continue
-            if not (s.fits(values, s.policy.hysteresis) and s.fits(smoothed, s.policy.hysteresis)):
-                continue
-            prediction = s.forecaster.predict(smaller, s.pool, s.workload)
-            if prediction is None or not s.forecaster.carries(prediction, s.workload, s.policy.capacity_headroom):
+            values = _removal_fits(s, smaller)
+            if values is None or not _cap_holds(s, smaller, deployment.role):
+                if cap_first is None and fewer == 1:
+                    cap_first = _cap_ahead_of_removal(s, smaller, deployment.role)
                 continue
             saved = fewer * deployment.worker.gpus
             if best is None or saved > best[0]:
@@ -135,7 +253,9 @@ def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
                 )
                 best = (saved, proposal)
             break
-    return (best[1] if best is not None else None), held
+    if best is not None:
+        return best[1], held
+    return cap_first, held
 
 
 # ------------------------------------------------------------------------------------------ batch cap
