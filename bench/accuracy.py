@@ -42,6 +42,7 @@ from frontier_operator.perf.fitting import (
     file_digest,
     fit_calibration,
     fittable,
+    held_out_errors,
     leave_one_out_calibrations,
 )
 from frontier_operator.perf.model import PerformanceModel
@@ -112,8 +113,10 @@ def held_out(
     *,
     workers: int,
     cold: bool,
-) -> list[Outcome]:
-    """Every row predicted by the calibration refitted without its group (`key`); unparsed rows keep their error."""
+) -> tuple[list[Outcome], dict[str, Calibration]]:
+    """Every row predicted by the calibration refitted without its group (`key`); unparsed rows keep their error.
+
+    Also returns the refits, one per group."""
     cases = [row.case for row in rows if row.case is not None]
     options = FitOptions() if cold else HELD_OUT_OPTIONS
     refits = leave_one_out_calibrations(usable, cases, full, key=key, workers=workers, options=options, warm=not cold)
@@ -124,6 +127,33 @@ def held_out(
             out.append(Outcome(row, None, None, row.parse_error))
         else:
             out.extend(evaluate(models[key(row.case)], [row]))
+    return out, refits
+
+
+def margin_data(usable: Sequence[SiliconCase], refits: dict[str, Calibration]) -> dict[str, dict[str, object]]:
+    """Per GPU family, what sizes the planner's margins: the held-out log errors' sigma and 90th-percentile
+    under-prediction (the same numbers `frontier calibrate` writes into the calibration file)."""
+    out: dict[str, dict[str, object]] = {}
+    for arch, (ttft, tpot) in held_out_errors(usable, refits, key=model_key).items():
+        out[arch] = {
+            "ttft_rows": len(ttft.residuals),
+            "ttft_prefill_dominated_rows": len(ttft.covered or ()),
+            "ttft_sigma": round(ttft.sigma, 4),
+            "ttft_underprediction_q90": None
+            if ttft.underprediction_q90 is None
+            else round(ttft.underprediction_q90, 4),
+            "ttft_margin": None
+            if ttft.underprediction_q90 is None
+            else round(max(0.02, math.expm1(max(0.0, ttft.underprediction_q90))), 4),
+            "tpot_rows": len(tpot.residuals),
+            "tpot_sigma": round(tpot.sigma, 4),
+            "tpot_underprediction_q90": None
+            if tpot.underprediction_q90 is None
+            else round(tpot.underprediction_q90, 4),
+            "tpot_margin": None
+            if tpot.underprediction_q90 is None
+            else round(max(0.02, math.expm1(max(0.0, tpot.underprediction_q90))), 4),
+        }
     return out
 
 
@@ -218,8 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = load(data)
     usable = fittable([row.case for row in rows if row.case is not None])
     full, source = full_calibration(usable, data, args.workers)
-    lomo = held_out(rows, usable, full, model_key, workers=args.workers, cold=args.cold)
-    loao = held_out(rows, usable, full, architecture_key, workers=args.workers, cold=args.cold)
+    lomo, lomo_refits = held_out(rows, usable, full, model_key, workers=args.workers, cold=args.cold)
+    loao, _ = held_out(rows, usable, full, architecture_key, workers=args.workers, cold=args.cold)
     in_sample = evaluate(PerformanceModel(full), rows)
     headline = summarise(lomo)
     result = {
@@ -237,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "leave_one_architecture_out": report(loao),
         "in_sample": report(in_sample),
         "unpredictable_reasons": _reasons(lomo),
+        "held_out_margins": margin_data(usable, lomo_refits),
         "rows_leave_one_model_out": [_row_record(o) for o in lomo],
         "fitted_rows": len(usable),
         "full_fit": source,

@@ -79,14 +79,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     calibration = fit_calibration(
         cases, provenance, progress=progress, workers=args.workers, options=options, held_out=not args.in_sample_sigma
     )
-    header = (
-        "Performance-model calibration: coefficients per GPU family (compute architecture).\n"
-        "Written by `frontier calibrate`; do not edit by hand. The coefficients are documented in\n"
-        "docs/performance-model.md. ttft_sigma / tpot_sigma are the one-sigma log errors measured\n"
-        "leave-one-model-out on the fully specified rows: they size the planner's safety margins. Refit with:\n"
-        f"  frontier calibrate --data <silicon_measurements.csv> --backend {backend}\n"
-        "The fit is deterministic: the same CSV reproduces this file."
-    )
+    header = calibration_header(backend)
     out = Path(args.out) if args.out else shipped_calibration_path()
     try:
         out.write_text(render_calibration_yaml(calibration, header), encoding="utf-8")
@@ -97,6 +90,20 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"{arch}: {fit.rows} rows, {kind} TTFT sigma {fit.ttft_sigma:.1%}, TPOT sigma {fit.tpot_sigma:.1%}")
     print(f"wrote {out}")
     return 0
+
+
+def calibration_header(backend: str) -> str:
+    """The comment `frontier calibrate` writes above the coefficients."""
+    return (
+        "Performance-model calibration: coefficients per GPU family (compute architecture).\n"
+        "Written by `frontier calibrate`; do not edit by hand. The coefficients are documented in\n"
+        "docs/performance-model.md. ttft_sigma / tpot_sigma: robust one-sigma log errors, measured\n"
+        "leave-one-model-out on the fully specified rows; *_underprediction_q90: the 90th percentile of\n"
+        "log(measured / predicted) there (TTFT: on the prefill-dominated rows) — the planner's safety margins.\n"
+        "Refit with:\n"
+        f"  frontier calibrate --data <silicon_measurements.csv> --backend {backend}\n"
+        "The fit is deterministic: the same CSV reproduces this file."
+    )
 
 
 def _load_calibration(path: str | None) -> Calibration | str:

@@ -53,6 +53,12 @@ def format_status(target: dict[str, Any]) -> str:
             f"  canary       {canary['revision']} {canary['summary']} at {canary['trafficSharePercent']:g}%"
             f" since {canary['startedAt']}"
         )
+    sweep = status.get("sweep") or {}
+    if sweep.get("phase", "Idle") != "Idle":
+        lines.append(
+            f"  sweep        {sweep['phase']}, {sweep.get('gpuMinutesUsed', 0.0):.1f} GPU-min used this period"
+            + (f" (approve: frontier sweep start {metadata.get('name')})" if sweep["phase"] == "Proposed" else "")
+        )
     if status.get("recommendation"):
         rec = status["recommendation"]
         lines.append(
@@ -104,10 +110,43 @@ def format_explanation(target: dict[str, Any]) -> str:
             f"\nCalibration: TTFT ×{calibration['ttftFactor']:.2f}, TPOT ×{calibration['tpotFactor']:.2f},"
             f" confidence {calibration['confidence']:.2f} over {calibration['samples']} windows"
         )
+    out += _sweep_lines(status.get("sweep") or {})
     if status.get("history"):
         out.append("\nHistory")
         out += [f"  {h['time']}  {h['action']} — {h['reason']}" for h in status["history"]]
     return "\n".join(out)
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:.4g} ms" if value is not None else "-"
+
+
+def _error(predicted: float | None, measured: float | None) -> str:
+    return f"{(predicted / measured - 1) * 100:+.0f} %" if predicted and measured else ""
+
+
+def _sweep_lines(sweep: dict[str, Any]) -> list[str]:
+    """The last benchmark sweep: predicted against measured for every swept point, and why."""
+    if not sweep or (sweep.get("phase", "Idle") == "Idle" and not sweep.get("points")):
+        return []
+    used = sweep.get("gpuMinutesUsed", 0.0)
+    lines = [
+        f"\nSweep: {sweep.get('phase')}, {used:.1f} GPU-min used this period"
+        + (f", last run {sweep['lastRunAt']}" if sweep.get("lastRunAt") else "")
+        + (f", points in ConfigMap {sweep['resultsConfigMap']}" if sweep.get("resultsConfigMap") else "")
+    ]
+    if sweep.get("points"):
+        lines.append("  predicted / measured (p50)")
+        for p in sweep["points"]:
+            ttft = (p.get("predictedTtftMs"), p.get("measuredTtftMs"))
+            tpot = (p.get("predictedTpotMs"), p.get("measuredTpotMs"))
+            lines.append(
+                f"  {p['configuration']} at {p['concurrency']} in flight ({p.get('reason') or 'measured'}): "
+                f"TTFT {_ms(ttft[0])} / {_ms(ttft[1])} {_error(*ttft)}, "
+                f"TPOT {_ms(tpot[0])} / {_ms(tpot[1])} {_error(*tpot)}"
+            )
+    lines += [f"  - {line}" for line in sweep.get("explanation", [])]
+    return lines
 
 
 def _target(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:

@@ -3,6 +3,9 @@
 * `frontier sweep plan -f target.yaml [--budget "30 GPU-min"] [-o text|yaml]`: the points the operator would
   measure for the target (with the performance model alone), why, and their GPU-minutes; `-o yaml` prints every
   object of the sweep (deployments variant `sweep`, their Services and benchmark Jobs).
+* `frontier sweep start NAME [-n NAMESPACE]` (kubeconfig): ask the operator to sweep the target now — sets the
+  `frontier.dev/sweep-start` annotation to the time; in recommend and observe mode this approves the proposed
+  sweep. Obeyed once per value, held while the target is paused.
 * `frontier sweep export FILE [-o out.csv]`: measured points stored by the operator (the `sweep.json` document,
   or a dump of its ConfigMap in YAML or JSON) as rows in the schema of
   `shared/data/silicon/silicon_measurements.csv`, which `frontier calibrate --data` fits on.
@@ -15,12 +18,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from frontier_operator.adapters import kube
 from frontier_operator.api import SpecInvalid, load_target_file
+from frontier_operator.api.annotations import SWEEP_START
 from frontier_operator.api.units import GpuMinutes
 from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.catalog.hf_config import HfConfigError
@@ -133,6 +139,19 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start(args: argparse.Namespace) -> int:
+    now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    try:
+        api = kube.api_client()
+        kube.annotate_target(api, args.namespace, args.name, {SWEEP_START: now})
+    except kube.KubeError as error:
+        print(f"frontier sweep start: {error}", file=sys.stderr)
+        return 1 if error.status != 404 else EXIT_INVALID
+    where = f"{args.namespace}/{args.name}"
+    print(f"{where}: sweep requested ({SWEEP_START}={now}); `frontier explain {args.name}` follows it")
+    return 0
+
+
 def register(commands: Any) -> None:
     parser = commands.add_parser("sweep", help="plan a benchmark sweep, or export measured points as CSV")
     sub = parser.add_subparsers(dest="sweep_command", required=True)
@@ -141,6 +160,10 @@ def register(commands: Any) -> None:
     plan.add_argument("--budget", help='GPU time, e.g. "30 GPU-min" (default: spec.sweep.budget)')
     plan.add_argument("-o", "--output", choices=("text", "yaml"), default="text")
     plan.set_defaults(func=_plan)
+    start = sub.add_parser("start", help="sweep a FrontierTarget now (in recommend/observe mode: approve)")
+    start.add_argument("name", help="FrontierTarget name")
+    start.add_argument("-n", "--namespace", default="default")
+    start.set_defaults(func=_start)
     export = sub.add_parser("export", help="measured points as rows of the silicon-measurements CSV schema")
     export.add_argument("file", metavar="FILE", help="sweep.json document or a dump of its ConfigMap")
     export.add_argument("-o", "--output", default="-", metavar="CSV", help="output CSV (default: standard output)")

@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 from pydantic import TypeAdapter
 
-from frontier_operator import metrics
+from frontier_operator import metrics, sweeping
 from frontier_operator.adapters import kube, prometheus
 from frontier_operator.adapters.prometheus import FleetSelector
 from frontier_operator.api import SpecInvalid, parse_target
@@ -29,11 +29,11 @@ from frontier_operator.api.spec import FrontierTargetSpec
 from frontier_operator.api.status import FrontierTargetStatus
 from frontier_operator.api.v1alpha1 import FrontierTarget
 from frontier_operator.catalog.hf_config import HfConfigError
-from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.planner.from_spec import SpecResolutionError, plan_request_from_spec
 from frontier_operator.planner.plan import make_plan
-from frontier_operator.planner.types import Infeasible, Plan, PlanRequest
+from frontier_operator.planner.types import Infeasible, Plan, PlanRequest, Predictor
 from frontier_operator.reconcile.core import (
+    Deferred,
     InvalidSpec,
     ObservedWorkload,
     Outcome,
@@ -96,23 +96,24 @@ def _rfc3339(moment: datetime) -> str:
 
 
 @lru_cache(maxsize=PLAN_CACHE_SIZE)
-def _planning(spec_json: str, model_config_json: str) -> tuple[PlanRequest, Plan | Infeasible]:
-    """Plan for one exact spec; raises SpecResolutionError or HfConfigError for names it cannot resolve."""
+def _planning(spec_json: str, model_config_json: str, measured: str = "") -> tuple[PlanRequest, Plan | Infeasible]:
+    """Plan for one exact spec (and the target's measured sweep points, `measured`: their stored document);
+    raises SpecResolutionError or HfConfigError for names it cannot resolve."""
     spec = FrontierTargetSpec.model_validate_json(spec_json)
     model_config = json.loads(model_config_json)
     started = time.perf_counter()
     request = plan_request_from_spec(spec, model_config=model_config)
-    result = make_plan(request, PerformanceModel.default())
+    result = make_plan(request, sweeping.planning_predictor(measured))
     metrics.PLAN_SECONDS.observe(time.perf_counter() - started)
     return request, result
 
 
 @lru_cache(maxsize=PLAN_CACHE_SIZE)
-def _corrected(spec_json: str, model_config_json: str, basis_json: str) -> Plan | Infeasible:
+def _corrected(spec_json: str, model_config_json: str, basis_json: str, measured: str = "") -> Plan | Infeasible:
     """The plan in force after a re-plan, re-derived from what the tuning record stores (memoised like plans)."""
-    request, _ = _planning(spec_json, model_config_json)
+    request, _ = _planning(spec_json, model_config_json, measured)
     basis = _BASIS.validate_json(basis_json)
-    return corrected_plan(request, PerformanceModel.default(), basis.calibration, basis.workload)
+    return corrected_plan(request, sweeping.planning_predictor(measured), basis.calibration, basis.workload)
 
 
 _BASIS = TypeAdapter(PlanBasis)
@@ -124,18 +125,24 @@ class _Planning:
     model_config_json: str
     request: PlanRequest
     result: Plan | Infeasible
+    # The target's measured sweep points (their stored document, "" when none): plans are made with them.
+    measured: str = ""
+
+    @property
+    def predictor(self) -> Predictor:
+        return sweeping.planning_predictor(self.measured)
 
     def corrected(self, basis: PlanBasis | None) -> Plan | Infeasible:
         if basis is None:
             return self.result
-        return _corrected(self.spec_json, self.model_config_json, _BASIS.dump_json(basis).decode())
+        return _corrected(self.spec_json, self.model_config_json, _BASIS.dump_json(basis).decode(), self.measured)
 
 
-def _planned(spec: FrontierTargetSpec, model_config: Mapping[str, Any] | None) -> _Planning:
+def _planned(spec: FrontierTargetSpec, model_config: Mapping[str, Any] | None, measured: str = "") -> _Planning:
     spec_json = spec.model_dump_json(by_alias=True)
     config_json = json.dumps(model_config, sort_keys=True)
-    request, result = _planning(spec_json, config_json)
-    return _Planning(spec_json, config_json, request, result)
+    request, result = _planning(spec_json, config_json, measured)
+    return _Planning(spec_json, config_json, request, result, measured)
 
 
 class Controller:
@@ -214,7 +221,7 @@ class Controller:
         return loaded
 
     def _resolve(
-        self, body: Mapping[str, Any], namespace: str
+        self, body: Mapping[str, Any], namespace: str, measured: str = ""
     ) -> tuple[FrontierTarget | None, _Planning | InvalidSpec]:
         try:
             target = parse_target(body)
@@ -222,7 +229,7 @@ class Controller:
             if problems:
                 raise SpecInvalid(problems)
             model_config = self._model_config(target, namespace)
-            return target, _planned(target.spec, model_config)
+            return target, _planned(target.spec, model_config, measured)
         except SpecInvalid as invalid:
             return None, InvalidSpec(invalid.errors)
         except SpecResolutionError as unresolved:
@@ -258,7 +265,24 @@ class Controller:
         raw_status = body.get("status") or {}
         current = _tolerant_status(raw_status)
         now = self.clock()
-        target, planning = self._resolve(body, namespace)
+        # ---- sweeps (frontier_operator.sweeping): plans use the measured points; a sweep step; the hold
+        measured = sweeping.stored_document(self.api, namespace, name, annotations)
+        target, planning = self._resolve(body, namespace, measured)
+        plan = planning.result if not isinstance(planning, InvalidSpec) else None
+        sweep = sweeping.step(
+            self.api,
+            namespace=namespace,
+            name=name,
+            target=target,
+            request=planning.request if isinstance(plan, Plan) and not isinstance(planning, InvalidSpec) else None,
+            plan=plan if isinstance(plan, Plan) else None,
+            document=measured,
+            annotations=annotations,
+            current=current,
+            force_apply=force_apply,
+            now=now.timestamp(),
+        )
+        # ---- end of sweeps
         observed = tuple(kube.list_workloads(self.api, namespace, name))
         outcome: Outcome
         report: TuningReport | None = None
@@ -267,6 +291,8 @@ class Controller:
             outcome = planning
         elif isinstance(planning.result, Infeasible) or target is None:
             outcome = planning.result if isinstance(planning.result, Infeasible) else InvalidSpec(())
+        elif sweep.hold_message is not None:  # sweeps: the first deployment waits for the sweep before it
+            outcome = Deferred(planning.result, sweeping.HOLD_REASON, sweep.hold_message)
         else:
             tuned = self._tuned(
                 target=target,
@@ -290,6 +316,9 @@ class Controller:
             tuning=report,
         )
         result = reconcile(inputs)
+        result = replace(
+            result, status=sweeping.with_sweep(result.status, sweep), events=(*result.events, *sweep.events)
+        )
         refused = []
         missing_kinds = []
         for obj in result.apply:
@@ -318,7 +347,7 @@ class Controller:
             {RECORD_ANNOTATION: record_text}
             if record_text is not None and record_text != annotations.get(RECORD_ANNOTATION)
             else {}
-        )
+        ) | sweep.annotations
         return Step(status_patch=patch or None, events=_unique(events), status=result.status, annotations=record_patch)
 
     # -------------------------------------------------------------------------------- tuning
@@ -353,7 +382,7 @@ class Controller:
         if tuning_due(record, spec, current, seconds):
             model = ModelContext(
                 request=planning.request,
-                predictor=PerformanceModel.default(),
+                predictor=planning.predictor,
                 calibration=record.calibration,
                 plan=in_force,
                 plan_workload=record.plan_basis.workload if record.plan_basis else planning.request.workload,

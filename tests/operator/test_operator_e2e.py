@@ -26,6 +26,7 @@ from operator_support import (
     owned,
     target_document,
 )
+from sweep_e2e_support import run_until, sweep_objects, sweep_status, swept_document, twin_runner
 
 # --------------------------------------------------------------------------------------------- tests
 
@@ -201,7 +202,6 @@ GRANTED_UNUSED = {
     ("kopf.dev", "clusterkopfpeerings", "patch"): "peering",
     ("kopf.dev", "clusterkopfpeerings", "get"): "peering",
     ("", "pods", "get"): "held only so the operator may grant it to the router's Role",
-    ("", "pods", "list"): "held only so the operator may grant it to the router's Role",
     ("", "pods", "watch"): "held only so the operator may grant it to the router's Role",
 }
 
@@ -219,7 +219,8 @@ def granted() -> set[tuple[str, str, str]]:
 def test_the_operator_uses_exactly_what_its_rbac_grants(
     crd: None, kube_api: kubernetes.client.ApiClient, namespace: str, run_operator: Any, standin: Any
 ) -> None:
-    """Every request the operator makes in a full life cycle is granted, and every grant is used."""
+    """Every request the operator makes in a full life cycle — a benchmark sweep included — is granted, and every
+    grant is used."""
     config_json = (ROOT / "tests" / "data" / "hf_configs" / "llama-3.1-8b-instruct" / "config.json").read_text()
     kubernetes.client.CoreV1Api(kube_api).create_namespaced_config_map(
         namespace, {"metadata": {"name": "llama-config"}, "data": {"config.json": config_json}}
@@ -243,7 +244,9 @@ def test_the_operator_uses_exactly_what_its_rbac_grants(
         document["spec"]["slo"] = {"tpot": {"p50": "100ms"}, "ttft": {"p99": "20s"}}
 
     custom = kubernetes.client.CustomObjectsApi(kube_api)
+    sweep_runner, _ = twin_runner(standin, kube_api, namespace, swept_document(namespace))
     with run_operator(OPERATOR, namespaces=[namespace], timeout=120):
+        create(kube_api, swept_document(namespace))
         create(kube_api, target_document("llama-70b-chat", namespace, from_config_map))
         create(kube_api, target_document("llama-70b-chat", namespace, multi_node))
         create(kube_api, target_document("kimi-k25-batch", namespace))  # several replicas: a router with its Role
@@ -279,6 +282,17 @@ def test_the_operator_uses_exactly_what_its_rbac_grants(
             lambda: owned(kube_api, namespace, "kimi-k25-batch", "serviceaccounts"), timeout=30, what="router identity"
         )
         wait_for(lambda: standin.requests.count(verb="patch", resource="leaderworkersets") > 0, timeout=30)
+        # A benchmark sweep: Jobs applied and read, their pods' logs, the results ConfigMap, the clean-up.
+        custom.patch_namespaced_custom_object(
+            "frontier.dev",
+            "v1alpha1",
+            namespace,
+            "frontiertargets",
+            "swept",
+            {"metadata": {"annotations": {"frontier.dev/sweep-start": "rbac"}}},
+        )
+        run_until(sweep_runner, lambda: sweep_status(kube_api, namespace, "swept").get("phase") == "Done")
+        wait_for(lambda: sweep_objects(kube_api, namespace, "swept") == [], timeout=20, what="sweep cleaned up")
 
     operator_requests = [
         r for r in standin.requests.find() if r.user_agent.startswith(("frontier-operator/", "kopf/")) and r.resource

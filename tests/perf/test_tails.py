@@ -132,11 +132,12 @@ def test_the_quantile_of_the_sum_lies_between_its_parts_and_a_union_bound(
     tail = 1 - percentile / 100
     # Every part is non-negative: the sum is at least each part at the same quantile.
     parts = (_atom_quantile(xs, tail), _wait_quantile(p1, m1, tail), _wait_quantile(p2, m2, tail))
-    assert total >= constant + max(parts) - 1e-6 * (1 + total)
+    tolerance = 2e-4 * (1 + total)  # the solver stops within 0.01 % (on the high side)
+    assert total >= constant + max(parts) - tolerance
     # Union bound: P(X + W1 + W2 > a + b + c) ≤ P(X > a) + P(W1 > b) + P(W2 > c) = tail with each at tail/3.
     third = tail / 3
     bound = _atom_quantile(xs, third) + _wait_quantile(p1, m1, third) + _wait_quantile(p2, m2, third)
-    assert total <= constant + bound + 1e-6 * (1 + total)
+    assert total <= constant + bound + tolerance
 
 
 def _service(ranks: int, latency: float = 0.4) -> PrefillService:

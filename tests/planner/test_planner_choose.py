@@ -14,6 +14,7 @@ from frontier_operator.perf.types import Percentiles, Prediction, Role, RoleDepl
 from frontier_operator.planner.choose import (
     MIN_MARGIN,
     check_slos,
+    covering_margin,
     largest_passing,
     objective_key,
     rank,
@@ -59,6 +60,23 @@ def test_each_slo_gets_the_margin_of_its_own_metric() -> None:
     # A predictor that gives only the overall figure: every metric uses it.
     overall = prediction(0.010, 1.0)
     assert {check.margin for check in check_slos([TPOT_20MS, TTFT_2S], overall)} == {safety_margin(0.1, 0.0)}
+
+
+def test_a_measured_underprediction_quantile_sets_the_margin() -> None:
+    # Held out, TTFT came in at most 40 % above its prediction in nine rows of ten: the TTFT margin lifts the
+    # prediction by exactly that; TPOT erred on the slow side in nine of ten (negative): the floor margin.
+    measured = replace(
+        prediction(0.010, 1.0),
+        ttft_uncertainty=0.5,
+        tpot_uncertainty=0.1,
+        ttft_underprediction_q90=math.log(1.4),
+        tpot_underprediction_q90=-0.05,
+    )
+    tpot_check, ttft_check = check_slos([TPOT_20MS, TTFT_2S], measured)
+    assert ttft_check.margin == pytest.approx(0.4)
+    assert tpot_check.margin == MIN_MARGIN
+    assert covering_margin(math.log(1.4), 1.0) < covering_margin(math.log(1.4), 0.0)  # confidence shrinks it
+    assert covering_margin(math.log(1.4), 1.0) >= MIN_MARGIN
 
 
 def prediction(tpot_s: float, ttft_s: float, cost: float = 1.0, capacity: float = 10.0) -> Prediction:

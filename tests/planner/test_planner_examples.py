@@ -49,6 +49,32 @@ def test_every_example_gets_a_sound_explained_answer(path: Path, model: Performa
     assert render_text(result)
 
 
+# What the shipped calibration answers for each example (docs/performance-model.md, "The safety margin"). The
+# GLM-5 target misses by a few % on p99 TTFT: its p99 prompt is the 128k-token maximum, whose prefill (the DSA
+# indexer over 109k cached tokens) takes ~1.4 s on 8 H200s, and the held-out TTFT margin on H200 is 31 %.
+# Qwen3-32B's p99 TTFT of 300 ms is below its unloaded TTFT (overhead + p99 prompt + KV hand-off ≈ 290 ms)
+# plus that margin.
+FEASIBLE = {
+    "deepseek-r1-low-latency": True,
+    "glm5-agentic-coding": False,
+    "kimi-k25-batch": True,
+    "llama-70b-chat": True,
+    "qwen3-32b-disagg": False,
+}
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=[p.stem for p in EXAMPLE_FILES])
+def test_each_example_gets_the_answer_the_calibration_supports(path: Path, model: PerformanceModel) -> None:
+    result = make_plan(plan_request_from_spec(load_target_file(path).spec), model)
+    assert isinstance(result, Plan) is FEASIBLE[path.stem], result.explanation
+    if isinstance(result, Infeasible):
+        # Infeasible, but near: every SLO of the nearest fleet within 1.5× its limit. (The GLM-5 target used
+        # to get a 113 s p99 TTFT against 2 s — a queue model gone wrong, not a hard target.)
+        assert result.nearest is not None
+        for check in result.nearest.checks:
+            assert check.predicted_s <= 1.5 * check.bound.limit_s, check
+
+
 def run_cli(*args: str) -> int:
     parser = argparse.ArgumentParser()
     cli_plan.register(parser.add_subparsers())

@@ -26,7 +26,7 @@ from frontier_operator.tuning.actions import (
     StartCanary,
     gate,
 )
-from frontier_operator.tuning.apply import model_after
+from frontier_operator.tuning.apply import applied_after, model_after
 from frontier_operator.tuning.calibration import CalibrationState, update_calibration
 from frontier_operator.tuning.canary import canary_fleet
 from frontier_operator.tuning.decisions import decide
@@ -251,6 +251,20 @@ def test_a_new_engine_image_goes_through_a_canary() -> None:
     assert decision.action.motive is CanaryMotive.IMAGE
     assert decision.action.image == "lmsysorg/sglang:v0.5.24-cu130"
     assert decision.action.config == base_plan().chosen.config
+
+
+def test_a_rolled_back_image_is_not_canaried_again_for_a_day() -> None:
+    new_image = "lmsysorg/sglang:v0.5.24-cu130"
+    first = _decide(observation(group()), model=context(image=new_image))
+    assert isinstance(first.action, StartCanary)
+    started = applied_after(applied(), first.action, NOW - 3600, revision="rev-image")
+    assert started.canary is not None
+    rolled_back = applied_after(started, RollbackCanary("rev-image", RollbackCause.CRASH_LOOPING), NOW - 1800)
+    again = _decide(observation(group()), rolled_back, model=context(image=new_image))
+    assert not isinstance(again.action, StartCanary)
+    # Another image is a new attempt.
+    other = _decide(observation(group()), rolled_back, model=context(image="lmsysorg/sglang:v0.5.25-cu130"))
+    assert isinstance(other.action, StartCanary) and other.action.image == "lmsysorg/sglang:v0.5.25-cu130"
 
 
 def _canary(

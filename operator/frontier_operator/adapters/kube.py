@@ -24,6 +24,10 @@ from frontier_operator.settings import OperatorSettings
 FIELD_MANAGER = "frontier-operator"
 TARGET_LABEL = "frontier.dev/target"
 REVISION_LABEL = "frontier.dev/revision"
+# Sweep objects (render/benchmark.py) carry this label; the serving fleet's reads and prunes never see them: a
+# sweep revision must not count as an old revision to prune, nor its Deployment as part of the fleet.
+SWEEP_LABEL = "frontier.dev/sweep"
+NOT_SWEEP = f"!{SWEEP_LABEL}"
 # A request that hangs longer fails as unreachable (status 0) and is retried like any other.
 REQUEST_TIMEOUT_SECONDS = OperatorSettings.from_env().api_timeout_seconds
 
@@ -154,7 +158,8 @@ def _selector(target: str, revision: str | None = None) -> str:
 
 
 def list_workloads(api: ApiClient, namespace: str, target: str) -> list[ObservedWorkload]:
-    """The target's Deployments and LeaderWorkerSets with their desired and ready replica counts."""
+    """The target's Deployments and LeaderWorkerSets with their desired and ready replica counts (sweep
+    deployments left out: they are no revision of the fleet)."""
     workloads = []
     for kind in WORKLOAD_KINDS:
         resource = OWNED_KINDS[kind]
@@ -166,7 +171,11 @@ def list_workloads(api: ApiClient, namespace: str, target: str) -> list[Observed
             if error.status == 404 and resource.optional_crd:
                 continue
             raise
-        workloads += [_observed(kind, item) for item in listed.get("items", [])]
+        workloads += [
+            _observed(kind, item)
+            for item in listed.get("items", [])
+            if SWEEP_LABEL not in (item["metadata"].get("labels") or {})
+        ]
     return workloads
 
 
@@ -216,7 +225,10 @@ def prune_revisions(api: ApiClient, namespace: str, target: str, revisions: Iter
                     api,
                     "DELETE",
                     resource.collection_path(namespace),
-                    query=[("labelSelector", _selector(target, revision)), ("propagationPolicy", "Background")],
+                    query=[
+                        ("labelSelector", f"{_selector(target, revision)},{NOT_SWEEP}"),
+                        ("propagationPolicy", "Background"),
+                    ],
                 )
             except KubeError as error:
                 if error.status == 404 and resource.optional_crd:

@@ -289,8 +289,15 @@ def query_fleet(
         query = _client(url, timeout_s, headers)
         answers = [query(promql, end) for promql in joined_queries(selector, window_s)]
         return ObservationResult(build_observation(answers, end - window_s, end, selector.labels))
+    except requests.exceptions.JSONDecodeError:
+        # Something answered, but not Prometheus (a proxy's login page, an HTML error page).
+        reason = f"Prometheus at {url} answered something unreadable: not JSON"
     except requests.RequestException as error:
-        reason = f"Prometheus at {url} is unreachable: {type(error).__name__}"
+        # Without retries urllib3 wraps a read timeout into a ConnectionError: tell the two apart by the text.
+        if isinstance(error, requests.Timeout) or "timed out" in str(error):
+            reason = f"Prometheus at {url} did not answer within {timeout_s:g} s"
+        else:
+            reason = f"Prometheus at {url} is unreachable: {type(error).__name__}"
     except PrometheusApiClientException as error:
         reason = f"Prometheus at {url} answered an error: {str(error)[:200]}"
     except (ValueError, KeyError, TypeError) as error:

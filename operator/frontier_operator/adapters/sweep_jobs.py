@@ -18,8 +18,6 @@ the target removes them through garbage collection.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from kubernetes.client import ApiClient
@@ -37,6 +35,7 @@ from frontier_operator.adapters.kube import (
     _call,
     apply,
 )
+from frontier_operator.reconcile.sweep_step import JobReport, JobState
 from frontier_operator.render.benchmark import LABEL_SWEEP, REPORT_CONTAINER
 from frontier_operator.sweep.results import parse_benchmark_log
 from frontier_operator.sweep.store import CONFIGMAP_KEY
@@ -46,21 +45,6 @@ JOBS = Resource("batch", "v1", "jobs")
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 # Kinds a sweep creates, deleted in this order (the Job first: it stops the benchmark).
 SWEEP_KINDS = ("Job", "Deployment", "LeaderWorkerSet", "Service", "RoleBinding", "Role", "ServiceAccount")
-
-
-class JobState(StrEnum):
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    MISSING = "Missing"
-
-
-@dataclass(frozen=True)
-class JobResult:
-    state: JobState
-    # The benchmark's result objects (empty until the Job succeeded, or when its log has none).
-    results: tuple[dict[str, Any], ...] = ()
-    message: str = ""
 
 
 def _path(resource: Resource, namespace: str, name: str) -> str:
@@ -144,23 +128,28 @@ def job_pods(api: ApiClient, namespace: str, job_name: str) -> list[dict[str, An
     return []
 
 
-def read_job_result(api: ApiClient, namespace: str, job_name: str) -> JobResult:
+def read_job_result(api: ApiClient, namespace: str, job_name: str) -> JobReport:
     """The Job's state and, once it succeeded, the benchmark results printed in its pod's log."""
     state = job_state(read_job(api, namespace, job_name))
     if state is not JobState.SUCCEEDED:
-        return JobResult(state)
+        return JobReport(state)
     pods = [p for p in job_pods(api, namespace, job_name) if (p.get("status") or {}).get("phase") == "Succeeded"]
     if not pods:
-        return JobResult(state, message="the Job succeeded but its pod is gone (its log with it)")
+        return JobReport(state, message="the Job succeeded but its pod is gone (its log with it)")
     name = pods[-1]["metadata"]["name"]
     log = _get_text(api, f"{_path(PODS, namespace, name)}/log", [("container", REPORT_CONTAINER)])
     results = tuple(parse_benchmark_log(log))
-    return JobResult(state, results, "" if results else "the Job's log holds no benchmark result")
+    return JobReport(state, results, "" if results else "the Job's log holds no benchmark result")
 
 
-def delete_sweep_objects(api: ApiClient, namespace: str, target: str, sweep_id: str | None = None) -> None:
-    """Delete every sweep object of the target (or of one sweep), kind by kind, by label."""
+def delete_sweep_objects(
+    api: ApiClient, namespace: str, target: str, sweep_id: str | None = None, *, keep: str | None = None
+) -> None:
+    """Delete every sweep object of the target (or of one sweep; or all but those of the sweep `keep`, the one
+    still running), kind by kind, by label."""
     selector = f"{TARGET_LABEL}={target},{LABEL_SWEEP}" + (f"={sweep_id}" if sweep_id else "")
+    if keep:
+        selector += f",{LABEL_SWEEP} notin ({keep})"
     for kind in SWEEP_KINDS:
         resource = JOBS if kind == "Job" else OWNED_KINDS[kind]
         try:

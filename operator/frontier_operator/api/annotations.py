@@ -17,5 +17,8 @@ APPROVE = f"{PREFIX}approve"
 ROLLBACK = f"{PREFIX}rollback"
 # A revision: keep this engine configuration (replicas may still scale); empty value or absent: unpinned.
 PIN = f"{PREFIX}pin"
+# A timestamp (`frontier sweep start`): run a benchmark sweep now (in recommend and observe mode: approve the
+# proposed one). Obeyed once per value; the operator remembers the last value it acted on.
+SWEEP_START = f"{PREFIX}sweep-start"
 
-ALL = (PAUSED, PAUSED_REASON, APPROVE, ROLLBACK, PIN)
+ALL = (PAUSED, PAUSED_REASON, APPROVE, ROLLBACK, PIN, SWEEP_START)

@@ -21,7 +21,8 @@ class SweepSpec(ApiModel):
     """GPU time one sweep may use, deployments' warm-up included, e.g. `30 GPU-min` or `2 GPU-h`; also the most
     spent per `period`. Default: 30 GPU-min."""
     on_create: bool = False
-    """Sweep before the first deployment of the target (opt-in). Default: false."""
+    """Sweep on creation (opt-in). In auto mode the first deployment waits for it and serves the measured plan;
+    in recommend and observe mode the sweep is proposed (`frontier sweep start` runs it). Default: false."""
     period: Duration | None = None
     """Sweep again this often (and never spend more than the budget per period), e.g. `168h`. Default: never."""
     concurrency: Annotated[list[Annotated[int, Field(ge=1, le=4096)]] | None, Field(max_length=MAX_LEVELS)] = None

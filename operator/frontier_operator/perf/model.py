@@ -21,7 +21,7 @@ from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.calibration import CALIBRATION_FILE, Calibration, Coefficients
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.formats import resolve_formats
-from frontier_operator.perf.kernels import Layout
+from frontier_operator.perf.kernels import Layout, WorkerShape
 from frontier_operator.perf.memory import (
     concurrent_capacity,
     kv_bytes_per_request,
@@ -36,7 +36,7 @@ from frontier_operator.perf.queueing import (
     SteadyState,
     closed_loop_aggregated,
     closed_loop_disaggregated,
-    latency_quantile,
+    latency_quantiles,
     lognormal_quantile,
     max_rate_aggregated,
     max_rate_disaggregated,
@@ -116,29 +116,44 @@ class _Plan:
     prefill_quantile_s: Callable[[float], float]
 
 
-_PrefillKey = tuple[Hardware, float, float, int, float]
-# Memoised prefills per model instance; bounded so a long-running operator does not grow without limit.
-_PREFILL_MEMO_LIMIT = 1 << 15
+# Memoised values per model instance; bounded so a long-running operator does not grow without limit.
+_MEMO_LIMIT = 1 << 15
+
+
+@dataclass
+class _Memo:
+    """Per-model memo of what a search asks again and again: the hardware of a worker and its prefills.
+
+    Keys use the identity of the catalog objects (hashing a whole architecture on every call costs more than
+    the prefill it saves); each entry keeps those objects alive and is checked against them, so an identity
+    can never be recycled into a wrong hit.
+    """
+
+    hardware: dict[tuple[int, int, str, str, WorkerShape], tuple[ModelArch, GpuSpec, Hardware]] = field(
+        default_factory=dict
+    )
+    prefill: dict[tuple[int, float, float, int, float], tuple[Hardware, PrefillCost]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class PerformanceModel:
     calibration: Calibration
-    # A search asks for the same worker's prefill at the same lengths for every replica count and batch cap
-    # it tries; the hardware is a frozen value, so the key is exact. Not part of the model's identity.
-    _prefill_memo: dict[_PrefillKey, PrefillCost] = field(default_factory=dict, compare=False, repr=False)
+    # Not part of the model's identity: the same calibration gives the same answers with or without it.
+    _memo: _Memo = field(default_factory=_Memo, compare=False, repr=False)
 
     def _prefill_cost(
         self, hw: Hardware, new_tokens: float, prefix_tokens: float, chunk: int, waiting: float
     ) -> PrefillCost:
-        key = (hw, new_tokens, prefix_tokens, chunk, waiting)
-        found = self._prefill_memo.get(key)
-        if found is None:
-            if len(self._prefill_memo) >= _PREFILL_MEMO_LIMIT:
-                self._prefill_memo.clear()
-            found = prefill_cost(hw, new_tokens, prefix_tokens, chunk, waiting)
-            self._prefill_memo[key] = found
-        return found
+        memo = self._memo.prefill
+        key = (id(hw), new_tokens, prefix_tokens, chunk, waiting)
+        found = memo.get(key)
+        if found is not None and found[0] is hw:
+            return found[1]
+        if len(memo) >= _MEMO_LIMIT:
+            memo.clear()
+        cost = prefill_cost(hw, new_tokens, prefix_tokens, chunk, waiting)
+        memo[key] = (hw, cost)
+        return cost
 
     @staticmethod
     def default() -> PerformanceModel:
@@ -152,8 +167,20 @@ class PerformanceModel:
 
     def hardware(self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig) -> Hardware:
         _validate_worker(arch, worker)
+        memo = self._memo.hardware
+        shape = shape_of(worker)
+        # Batch cap, chunk size and speculation do not change the hardware: workers differing only in them
+        # share one (and so share their memoised prefills).
+        key = (id(arch), id(gpu), worker.weight_format, worker.kv_cache_format, shape)
+        found = memo.get(key)
+        if found is not None and found[0] is arch and found[1] is gpu:
+            return found[2]
         formats = resolve_formats(arch, gpu, worker.weight_format, worker.kv_cache_format)
-        return Hardware.build(Layout.of(arch, formats, shape_of(worker)), gpu, self.coefficients(gpu))
+        hw = Hardware.build(Layout.of(arch, formats, shape), gpu, self.coefficients(gpu))
+        if len(memo) >= _MEMO_LIMIT:
+            memo.clear()
+        memo[key] = (arch, gpu, hw)
+        return hw
 
     def decode_step_time(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float
@@ -277,7 +304,14 @@ class PerformanceModel:
             uncertainty=family.uncertainty,
             ttft_uncertainty=family.ttft_sigma,
             tpot_uncertainty=family.tpot_sigma,
+            ttft_underprediction_q90=family.ttft_underprediction_q90,
+            tpot_underprediction_q90=family.tpot_underprediction_q90,
         )
+
+    def unloaded_ttft(self, arch: ModelArch, gpu: GpuSpec, config: ServingConfig, workload: Workload) -> float:
+        """Mean TTFT without any queue: overhead + the mean prompt's prefill (+ KV hand-off in P/D)."""
+        prefill = self._plan(arch, gpu, config, workload).prefill_service
+        return prefill.overhead_s + prefill.single.latency_s + prefill.handoff_s
 
     def max_rate_meeting(
         self,
@@ -570,9 +604,9 @@ def _percentiles(
         own.append((edge - lower, plan.prefill_quantile_s(edge)))
         lower = edge
     constant = prefill.overhead_s + residual + prefill.handoff_s
-    for q in _PERCENTILES:
-        # The quantile of the sum of the waits and the request's own prefill (not the sum of their quantiles).
-        ttft_q[q] = max(latency_quantile(constant, prefill_wait, slot, own, q), 0.0)
+    # The quantile of the sum of the waits and the request's own prefill (not the sum of their quantiles).
+    for q, value in zip(_PERCENTILES, latency_quantiles(constant, prefill_wait, slot, own, _PERCENTILES), strict=True):
+        ttft_q[q] = max(value, 0.0)
         tpot = token_s + pause_s * poisson_count_quantile(pauses, arrival_cv**2, q) / steps
         tpot_q[q] = max(tpot, token_s)
         itl_q[q] = token_s + (prefill.single.latency_s if 1 - q / 100 < interrupted_share else 0.0)

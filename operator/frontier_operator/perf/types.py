@@ -167,7 +167,12 @@ class Prediction:
     # Relative one-sigma error of the latency predictions, from the calibration residuals of this GPU
     # family (the larger of TTFT's and TPOT's); the planner's safety margin grows with it.
     uncertainty: float
-    # The same per metric (log-error one-sigma of TTFT and of TPOT, measured leave-one-model-out): the
-    # planner sizes each SLO's margin with its own metric's. None: use `uncertainty`.
+    # The same per metric (log-error one-sigma of TTFT and of TPOT, measured leave-one-model-out). None: use
+    # `uncertainty`.
     ttft_uncertainty: float | None = None
     tpot_uncertainty: float | None = None
+    # 90th percentile of log(measured / predicted) per metric on held-out rows of this GPU family: the
+    # under-prediction nine in ten predictions stay within. The planner's margin for each SLO covers its
+    # metric's. None: not measured (the margin then assumes an unbiased normal error of the sigma).
+    ttft_underprediction_q90: float | None = None
+    tpot_underprediction_q90: float | None = None

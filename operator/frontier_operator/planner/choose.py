@@ -2,10 +2,13 @@
 
 The margin protects each SLO against the model's own error: a prediction must stay under
 `limit / (1 + margin)`. The error is multiplicative — log(measured / predicted) is what the calibration
-measures — so the margin is the ratio that covers it one-sided at 90 %: `exp(1.28·σ) − 1`, where σ is the
-one-sigma error *of that metric* (TTFT or TPOT) on this GPU family, measured leave-one-model-out on the
-rows that describe their deployment (`Prediction.ttft_uncertainty` / `tpot_uncertainty`). It shrinks as
-this cluster's observations confirm the model (`calibration_confidence`, maintained by the tuning layer).
+measures — so the margin is the ratio that covers it one-sided in nine cases of ten, *for that SLO's
+metric* (TTFT or TPOT) on this GPU family: `exp(q90) − 1`, where q90 is the 90th percentile of
+log(measured / predicted) on the rows of models the fit never saw (`frontier calibrate` measures it
+leave-one-model-out on the rows that describe their deployment). Over-prediction needs no cover, so a
+model that errs on the slow side keeps a small margin. Without a measured quantile the margin assumes an
+unbiased normal error of the metric's sigma, `exp(1.28·σ) − 1`. Either shrinks as this cluster's
+observations confirm the model (`calibration_confidence`, maintained by the tuning layer), in log space.
 """
 
 from __future__ import annotations
@@ -25,11 +28,21 @@ MARGIN_SHRINK_AT_FULL_CONFIDENCE = 0.75
 MIN_MARGIN = 0.02
 
 
+def _confidence_scale(calibration_confidence: float) -> float:
+    confidence = min(1.0, max(0.0, calibration_confidence))
+    return 1.0 - MARGIN_SHRINK_AT_FULL_CONFIDENCE * confidence
+
+
 def safety_margin(uncertainty: float, calibration_confidence: float) -> float:
     """`exp(z·σ·scale) − 1`: the one-sided 90 % ratio of a log-normal model error of one-sigma `uncertainty`."""
-    confidence = min(1.0, max(0.0, calibration_confidence))
-    scale = 1.0 - MARGIN_SHRINK_AT_FULL_CONFIDENCE * confidence
+    scale = _confidence_scale(calibration_confidence)
     return max(MIN_MARGIN, math.expm1(MARGIN_Z * max(0.0, uncertainty) * scale))
+
+
+def covering_margin(underprediction_q90: float, calibration_confidence: float) -> float:
+    """`exp(q90·scale) − 1`: the ratio that lifts a prediction over nine in ten measured values."""
+    scale = _confidence_scale(calibration_confidence)
+    return max(MIN_MARGIN, math.expm1(max(0.0, underprediction_q90) * scale))
 
 
 def metric_uncertainty(prediction: Prediction, metric: SloMetric) -> float:
@@ -45,7 +58,20 @@ def metric_uncertainty(prediction: Prediction, metric: SloMetric) -> float:
     return tpot
 
 
+def metric_underprediction(prediction: Prediction, metric: SloMetric) -> float | None:
+    """The held-out 90th-percentile under-prediction of the metric (end-to-end: the larger), if measured."""
+    ttft, tpot = prediction.ttft_underprediction_q90, prediction.tpot_underprediction_q90
+    if metric is SloMetric.TTFT:
+        return ttft
+    if metric is SloMetric.E2E:
+        return None if ttft is None or tpot is None else max(ttft, tpot)
+    return tpot
+
+
 def slo_margin(prediction: Prediction, bound: SloBound, calibration_confidence: float) -> float:
+    measured = metric_underprediction(prediction, bound.metric)
+    if measured is not None:
+        return covering_margin(measured, calibration_confidence)
     return safety_margin(metric_uncertainty(prediction, bound.metric), calibration_confidence)
 
 

@@ -55,6 +55,8 @@ def fleet_to_dict(candidate: Evaluated) -> dict[str, Any]:
             "uncertainty": _number(prediction.uncertainty, 4),
             "ttftUncertainty": _number(prediction.ttft_uncertainty, 4),
             "tpotUncertainty": _number(prediction.tpot_uncertainty, 4),
+            "ttftUnderpredictionQ90": _number(prediction.ttft_underprediction_q90, 4),
+            "tpotUnderpredictionQ90": _number(prediction.tpot_underprediction_q90, 4),
         },
         "safetyMarginPercent": _number(candidate.margin * 100, 2),
         "qualityLossPercent": _number(candidate.quality_loss_pct, 3),

@@ -716,7 +716,9 @@ class _Search:
                 self.ttft_hopeless[layout] = unloaded
         if not self._all_met(self.request.slos, unloaded):
             rate = self.request.workload.request_rate_per_s
-            self._hopeless(job, unloaded, lambda: _smallest_passing(attempt(top_worker, None), lowest, lowest, rate))
+            # Its nearest point is the best it does within the budget: as many replicas as the pool allows.
+            widest = max(lowest, budget)
+            self._hopeless(job, unloaded, lambda: _smallest_passing(attempt(top_worker, None), widest, widest, rate))
             return
         loose = _smallest_passing(attempt(top_worker, None), lowest, budget, self.request.workload.request_rate_per_s)
         if not _acceptable(loose) or self._beaten_at(job, loose):

@@ -76,7 +76,16 @@ class RenderFailed:
     detail: str
 
 
-Outcome = InvalidSpec | Infeasible | Planned | RenderFailed
+@dataclass(frozen=True)
+class Deferred:
+    """The plan is known, but its first deployment waits: a sweep measures before it (spec.sweep.onCreate)."""
+
+    plan: Plan
+    reason: str
+    message: str
+
+
+Outcome = InvalidSpec | Infeasible | Planned | RenderFailed | Deferred
 
 
 @dataclass(frozen=True)
@@ -202,15 +211,15 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
 
     history = list(current.history)
     if ready and current.applied_revision != revision:
-        events.append(
-            EventNote("Normal", "RolledOut", f"revision {revision} serves traffic: {new_plan.config.summary}")
-        )
+        # What the revision runs: the tuning loop's configuration when it changed the plan's.
+        running = outcome.tuned or new_plan.config
+        events.append(EventNote("Normal", "RolledOut", f"revision {revision} serves traffic: {running.summary}"))
         history = _history(
             current,
             HistoryEntry(
                 time=inputs.now,
-                action=f"rolled out {new_plan.config.summary}",
-                reason=_reason(outcome.plan),
+                action=f"rolled out {running.summary}",
+                reason=_reason(outcome.plan) if outcome.tuned is None else "the tuning loop's change (entry above)",
                 revision=revision,
             ),
         )
@@ -295,7 +304,9 @@ def _unknown_until_observed(current: FrontierTargetStatus) -> list[ConditionUpda
     ]
 
 
-def _not_planned(inputs: ReconcileInput, outcome: InvalidSpec | Infeasible | RenderFailed) -> ReconcileResult:
+def _not_planned(
+    inputs: ReconcileInput, outcome: InvalidSpec | Infeasible | RenderFailed | Deferred
+) -> ReconcileResult:
     """Nothing new is applied; whatever already runs keeps running and Ready keeps telling its truth."""
     current = inputs.current
     running_ready, running = _revision_readiness(current.applied_revision, inputs.observed)
@@ -305,6 +316,23 @@ def _not_planned(inputs: ReconcileInput, outcome: InvalidSpec | Infeasible | Ren
         "WorkloadsReady" if running_ready else "NoServingRevision",
         running,
     )
+    if isinstance(outcome, Deferred):
+        summary = plan_status(outcome.plan, "").config.summary
+        updates = [
+            ConditionUpdate(ConditionType.PLAN_FEASIBLE, TRUE, "PlanChosen", summary),
+            ConditionUpdate(ConditionType.PROGRESSING, TRUE, outcome.reason, outcome.message[:4000]),
+            ready,
+            *_unknown_until_observed(current),
+        ]
+        return _result(
+            inputs,
+            updates,
+            [],
+            plan=current.plan,
+            applied=current.applied_revision,
+            history=list(current.history),
+            outcome=outcome.plan,
+        )
     if isinstance(outcome, InvalidSpec):
         message = "; ".join(str(error) for error in outcome.errors)[:4000]
         updates = [

@@ -23,6 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 from frontier_operator.api.annotations import PREFIX
 from frontier_operator.api.spec import FrontierTargetSpec, TuningMode
 from frontier_operator.perf.types import Workload
+from frontier_operator.reconcile.record_codec import RecordCodec
 from frontier_operator.tuning.actions import (
     Action,
     NoAction,
@@ -86,7 +87,9 @@ class TuningRecord:
     version: int = RECORD_VERSION
 
 
-_RECORD = TypeAdapter(TuningRecord)
+_CODEC = RecordCodec(TuningRecord, RECORD_VERSION)
+encode_record = _CODEC.encode
+decode_record = _CODEC.decode
 
 
 def spec_key(spec: FrontierTargetSpec) -> str:
@@ -95,21 +98,6 @@ def spec_key(spec: FrontierTargetSpec) -> str:
         excluded["serving"] = {"image"}
     text = spec.model_dump_json(by_alias=True, exclude=excluded)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def encode_record(record: TuningRecord) -> str:
-    return _RECORD.dump_json(record).decode()
-
-
-def decode_record(text: str | None) -> TuningRecord | None:
-    """The stored record, or None when absent or unreadable (written by another version: start afresh)."""
-    if not text:
-        return None
-    try:
-        record = _RECORD.validate_json(text)
-    except (ValidationError, ValueError):
-        return None
-    return record if record.version == RECORD_VERSION else None
 
 
 def encode_action(action: Action) -> tuple[str, dict[str, Any]]:

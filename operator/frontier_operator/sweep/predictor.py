@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from frontier_operator.catalog.types import GpuSpec, ModelArch
-from frontier_operator.perf.types import MemoryFit, Percentiles, Prediction, Role, ServingConfig, WorkerConfig, Workload
+from frontier_operator.perf.correction import corrected_prediction
+from frontier_operator.perf.types import MemoryFit, Prediction, Role, ServingConfig, WorkerConfig, Workload
 from frontier_operator.planner.types import Predictor
 from frontier_operator.sweep.types import Latency, SweepMeasurement
 from frontier_operator.sweep.units import group_key, unit_cap, unit_key, unit_load, worker_key
@@ -95,10 +96,6 @@ def _curves(measurements: Sequence[SweepMeasurement], metric: str) -> tuple[dict
     return curves, groups
 
 
-def _scaled(percentiles: Percentiles, factor: float) -> Percentiles:
-    return Percentiles(*(percentiles.at(p) * factor for p in (50, 90, 95, 99)))
-
-
 @dataclass(frozen=True)
 class SweepPredictor:
     base: Predictor
@@ -142,39 +139,8 @@ class SweepPredictor:
         capacity_factor = math.exp(self.log_factor(config, "tpot", float(unit_cap(config))))
         if ttft_factor == 1.0 and tpot_factor == 1.0 and capacity_factor == 1.0:
             return raw
-        capacity = raw.max_request_rate_per_s / capacity_factor
-        rate = workload.request_rate_per_s
-        if rate >= capacity:
-            infinite = Percentiles(math.inf, math.inf, math.inf, math.inf)
-            ttft = tpot = itl = e2e = infinite
-        else:
-            ttft = _scaled(raw.ttft, ttft_factor)
-            tpot = _scaled(raw.tpot, tpot_factor)
-            itl = _scaled(raw.itl, tpot_factor)
-            e2e = Percentiles(
-                *(
-                    raw.e2e.at(p)
-                    + (ttft_factor - 1.0) * raw.ttft.at(p)
-                    + (tpot_factor - 1.0) * max(0.0, raw.e2e.at(p) - raw.ttft.at(p))
-                    for p in (50, 90, 95, 99)
-                )
-            )
-        served_raw, served = min(rate, raw.max_request_rate_per_s), min(rate, capacity)
-        scale = served_raw / served if served > 0 else math.inf
-        if served_raw == served:
-            scale = 1.0
-        return replace(
-            raw,
-            ttft=ttft,
-            tpot=tpot,
-            itl=itl,
-            e2e=e2e,
-            max_request_rate_per_s=capacity,
-            output_tokens_per_s_per_gpu=raw.output_tokens_per_s_per_gpu / scale,
-            output_tokens_per_s_per_user=1.0 / tpot.p50 if tpot.p50 > 0 and math.isfinite(tpot.p50) else 0.0,
-            cost_per_mtok=raw.cost_per_mtok * scale,
-            uncertainty=self._uncertainty(config, load, raw.uncertainty),
-        )
+        corrected = corrected_prediction(raw, workload.request_rate_per_s, ttft_factor, tpot_factor, capacity_factor)
+        return replace(corrected, uncertainty=self._uncertainty(config, load, raw.uncertainty))
 
     def _uncertainty(self, config: ServingConfig, load: float, model_sigma: float) -> float:
         """Near its measurements a unit is known to the measurement's own error; far from them, to the model's."""

@@ -31,7 +31,7 @@ from frontier_operator.tuning.state import (
     ModelContext,
     RejectedConfig,
 )
-from frontier_operator.tuning.structure import structure_key
+from frontier_operator.tuning.structure import rejection_key
 
 
 def _record(action: Action, now: float, rate: float | None) -> ChangeRecord | None:
@@ -100,7 +100,8 @@ def applied_after(
             canary=None,
         )
     if isinstance(action, RollbackCanary) and applied.canary is not None:
-        rejected = RejectedConfig(structure_key(applied.canary.config, applied.canary.pool), now)
+        canary = applied.canary
+        rejected = RejectedConfig(rejection_key(canary.config, canary.pool, canary.image), now)
         return replace(state, canary=None, rejected=(*applied.rejected, rejected))
     return state
 

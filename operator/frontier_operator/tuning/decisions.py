@@ -11,17 +11,22 @@ table):
    is ever taken on missing or stale data;
 4. a canary in flight → its verdict (promote, roll back, or keep comparing);
 5. an SLO metric without data, or a previous step still rolling out (ready < desired) → nothing;
-6. the plan is outdated (none yet, model drift, workload shift) → re-plan with the corrected model
-   (status only, so cooldown and budget do not hold it back);
+6. the plan is outdated (none yet, model drift, workload shift — not while a role is saturated, when the
+   observed rate is its capacity) → re-plan with the corrected model (status only, so cooldown and budget
+   do not hold it back);
 7. within the cooldown, or the hourly change budget spent → nothing;
-8. an SLO violated → the cheapest remedy predicted to clear it: per-token latency (TPOT/ITL) → lower the
-   batch cap if TTFT can absorb the queueing, else shift the P:D ratio toward decode, else add decode
-   replicas; TTFT → raise a binding cap with queueing if per-token latency has slack, else shift P:D
-   toward prefill, else add replicas; never beyond the step or the GPU budget;
+8. an SLO violated → nothing while the window still holds the backlog of before the last capacity-adding
+   step, or while the violation is within one window's sampling noise and the calibrated model predicts
+   the fleet under the limit; otherwise the cheapest remedy predicted to clear it: per-token latency
+   (TPOT/ITL) → lower the batch cap if TTFT can absorb the queueing, else shift the P:D ratio toward
+   decode, else add decode replicas; TTFT → raise a binding cap with queueing if per-token latency has
+   slack, else shift P:D toward prefill, else add replicas; never beyond the step (a saturated role may
+   double) or the GPU budget;
 9. the spec asks for a new engine image → canary it;
 10. some SLO within the hysteresis band → nothing;
 11. slack everywhere → save: remove replicas (if both the window and the calibrated model say the
-    smaller fleet keeps the band), raise a binding cap, canary a cheaper plan, or explore a neighbour;
+    smaller fleet keeps the band and its cap does not bind) or raise the cap that alone stands in the way
+    of a removal, raise a binding cap, canary a cheaper plan, or explore a neighbour;
     otherwise "SLO met with no cheaper option".
 """
 

@@ -10,9 +10,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from frontier_operator.catalog.types import ModelArch
+from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.errors import UnpredictableConfig
-from frontier_operator.perf.types import Prediction, Role, ServingConfig, WorkerConfig, Workload
+from frontier_operator.perf.types import MemoryFit, Percentiles, Prediction, Role, ServingConfig, WorkerConfig, Workload
 from frontier_operator.planner.choose import safety_margin
 from frontier_operator.planner.types import GpuPool, Predictor, SloBound
 from frontier_operator.tuning.calibration import LatencyMetric
@@ -90,3 +90,42 @@ def raw_prediction(
         return predictor.predict(arch, pool.gpu, config, workload, pool.price_per_gpu_hour)
     except UnpredictableConfig:
         return None
+
+
+def _faster(percentiles: Percentiles, optimism: float) -> Percentiles:
+    return Percentiles(*(percentiles.at(p) * optimism for p in (50, 90, 95, 99)))
+
+
+@dataclass(frozen=True)
+class FasterModel:
+    """The model with every latency `optimism` (< 1) times its prediction and every capacity 1/`optimism`
+    times: what the planner would choose if the model were pessimistic by that much — exploration's
+    upper-confidence plan. A fleet the model reports saturated stays saturated (its queues are not modelled)."""
+
+    base: Predictor
+    optimism: float
+
+    def predict(
+        self, arch: ModelArch, gpu: GpuSpec, config: ServingConfig, workload: Workload, price_per_gpu_hour: float
+    ) -> Prediction:
+        raw = self.base.predict(arch, gpu, config, workload, price_per_gpu_hour)
+        tpot = _faster(raw.tpot, self.optimism)
+        return replace(
+            raw,
+            ttft=_faster(raw.ttft, self.optimism),
+            tpot=tpot,
+            itl=_faster(raw.itl, self.optimism),
+            e2e=_faster(raw.e2e, self.optimism),
+            max_request_rate_per_s=raw.max_request_rate_per_s / self.optimism,
+            output_tokens_per_s_per_user=1.0 / tpot.p50 if tpot.p50 > 0 and math.isfinite(tpot.p50) else 0.0,
+        )
+
+    def memory_fit(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
+    ) -> MemoryFit:
+        return self.base.memory_fit(arch, gpu, worker, context_tokens, role=role)
+
+    def decode_token_time(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"
+    ) -> float:
+        return self.base.decode_token_time(arch, gpu, worker, batch, context, kind=kind) * self.optimism

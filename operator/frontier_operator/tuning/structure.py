@@ -34,6 +34,13 @@ def structure_key(config: ServingConfig, pool: str | None = None) -> str:
     return f"{where}{config.model} / {roles} / transfer={config.transfer_backend}"
 
 
+def rejection_key(config: ServingConfig, pool: str, image: str | None = None) -> str:
+    """What a rolled-back canary is remembered by: its deployable structure, and its engine image when the
+    canary tried a new one (a crashing image must not be canaried again at every cooldown)."""
+    key = structure_key(config, pool)
+    return f"{key} / image={image}" if image else key
+
+
 def same_structure(a: ServingConfig, b: ServingConfig) -> bool:
     if [r.role for r in a.roles] != [r.role for r in b.roles] or a.transfer_backend != b.transfer_backend:
         return False

@@ -1,0 +1,59 @@
+"""A prediction corrected by measured factors: what the calibrated (tuning) and measured (sweep) predictors share.
+
+Latencies scale by their factors; capacity shrinks by the per-token factor at the load that sets it; when the
+offered rate reaches the corrected capacity the queue grows without bound (infinite latency); and the cost per
+token grows as the corrected capacity serves less of the offered rate than the raw one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from frontier_operator.perf.types import Percentiles, Prediction
+
+_PERCENTILES = (50, 90, 95, 99)
+
+
+def _scaled(percentiles: Percentiles, factor: float) -> Percentiles:
+    return Percentiles(*(percentiles.at(p) * factor for p in _PERCENTILES))
+
+
+def _e2e(e2e: Percentiles, ttft: Percentiles, ttft_factor: float, tpot_factor: float) -> Percentiles:
+    # End-to-end = first token + the decode that follows; each part moves with its own correction.
+    def one(p: int) -> float:
+        total, first = e2e.at(p), ttft.at(p)
+        if not math.isfinite(total):
+            return total
+        return total + (ttft_factor - 1.0) * first + (tpot_factor - 1.0) * max(0.0, total - first)
+
+    return Percentiles(*(one(p) for p in _PERCENTILES))
+
+
+def corrected_prediction(
+    raw: Prediction, rate: float, ttft_factor: float, tpot_factor: float, capacity_factor: float | None = None
+) -> Prediction:
+    """`raw` with TTFT × `ttft_factor`, TPOT/ITL × `tpot_factor`, capacity ÷ `capacity_factor` (default: the
+    TPOT factor), at the offered `rate`."""
+    capacity_factor = tpot_factor if capacity_factor is None else capacity_factor
+    capacity = raw.max_request_rate_per_s / capacity_factor
+    if rate >= capacity:
+        ttft = tpot = itl = e2e = Percentiles(math.inf, math.inf, math.inf, math.inf)
+    else:
+        ttft = _scaled(raw.ttft, ttft_factor)
+        tpot = _scaled(raw.tpot, tpot_factor)
+        itl = _scaled(raw.itl, tpot_factor)
+        e2e = _e2e(raw.e2e, raw.ttft, ttft_factor, tpot_factor)
+    served_raw, served = min(rate, raw.max_request_rate_per_s), min(rate, capacity)
+    scale = 1.0 if served_raw == served else (served_raw / served if served > 0 else math.inf)
+    return replace(
+        raw,
+        ttft=ttft,
+        tpot=tpot,
+        itl=itl,
+        e2e=e2e,
+        max_request_rate_per_s=capacity,
+        output_tokens_per_s_per_gpu=raw.output_tokens_per_s_per_gpu / scale,
+        output_tokens_per_s_per_user=1.0 / tpot.p50 if tpot.p50 > 0 and math.isfinite(tpot.p50) else 0.0,
+        cost_per_mtok=raw.cost_per_mtok * scale,
+    )

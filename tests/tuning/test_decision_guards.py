@@ -1,0 +1,124 @@
+"""The rules added after the closed-loop benchmark: noise and backlog guards on remedies, the cap raised ahead
+of a removal, a saturated role scaled by doubling, and the canary-start guards."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from frontier_operator.perf.types import Role
+from frontier_operator.tuning.actions import Decision, Hold, NoAction, ScaleReplicas, SetBatchCap, StartCanary
+from frontier_operator.tuning.decisions import decide
+from frontier_operator.tuning.observation import Observation
+from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.state import AppliedState, ChangeKind, ChangeRecord
+from frontier_operator.tuning.structure import with_replicas
+from tuning_support import NOW, POLICY, applied, base_plan, context, group, observation, runner_up
+
+SEVEN = with_replicas(base_plan().chosen.config, Role.UNIFIED, 7)
+
+
+def _decide(obs: Observation, state: AppliedState | None = None, policy: TuningPolicy = POLICY) -> Decision:
+    return decide(obs, state or applied(), context(), policy, NOW)
+
+
+def _hold(decision: Decision) -> Hold:
+    assert isinstance(decision.action, NoAction), decision
+    return decision.action.hold
+
+
+# ------------------------------------------------------------------------------------- remedy guards
+
+
+def test_a_violation_within_sampling_noise_the_model_does_not_confirm_is_held() -> None:
+    # 1 200 requests: a p50 scatters by 0.63/√1200 ≈ 1.8 %; 40.4 ms of 40 ms is 1 % over, and the model
+    # predicts the plan's fleet at about 29 ms.
+    decision = _decide(observation(group(tpot_p50=0.0404)))
+    assert _hold(decision) is Hold.HYSTERESIS
+    assert "sampling noise" in decision.reason
+
+
+def test_a_violation_beyond_sampling_noise_is_acted_on() -> None:
+    decision = _decide(observation(group(tpot_p50=0.044)))
+    assert not isinstance(decision.action, NoAction), decision
+
+
+def test_the_same_small_violation_on_few_requests_is_noise_and_on_many_is_not() -> None:
+    noisy = _decide(observation(group(tpot_p50=0.0412, samples=300)))
+    assert _hold(noisy) is Hold.HYSTERESIS
+    sharp = _decide(observation(group(tpot_p50=0.0412, samples=20_000)))
+    assert not isinstance(sharp.action, NoAction), sharp
+
+
+def test_a_violation_in_a_window_that_began_before_the_last_scale_up_settled_waits() -> None:
+    # Scaled up 700 s ago: past the 600 s cooldown, but the 300 s window began 100 s before the step could
+    # have drained the queue built before it.
+    step = ChangeRecord(at=NOW - 700, kind=ChangeKind.SCALE, role=Role.UNIFIED, direction=1, before=4, after=5)
+    decision = _decide(observation(group(ttft_p99=4.8)), applied(history=(step,)))
+    assert _hold(decision) is Hold.COOLDOWN
+    assert "drained the queue" in decision.reason
+
+
+def test_once_a_full_window_of_the_new_fleet_is_seen_the_violation_is_acted_on() -> None:
+    step = ChangeRecord(at=NOW - 1000, kind=ChangeKind.SCALE, role=Role.UNIFIED, direction=1, before=4, after=5)
+    decision = _decide(observation(group(ttft_p99=4.8)), applied(history=(step,)))
+    assert isinstance(decision.action, ScaleReplicas)
+
+
+def test_a_violation_after_a_removal_is_not_held_as_a_backlog() -> None:
+    step = ChangeRecord(at=NOW - 700, kind=ChangeKind.SCALE, role=Role.UNIFIED, direction=-1, before=6, after=5)
+    decision = _decide(observation(group(ttft_p99=4.8)), applied(history=(step,)))
+    assert isinstance(decision.action, ScaleReplicas)
+
+
+def test_a_saturated_role_may_double_in_one_step() -> None:
+    # More requests queued than running: the role serves at its limit and the queue grows.
+    decision = _decide(observation(group(ttft_p99=60.0, tpot_p50=0.035, running=160.0, queued=2000.0)))
+    action = decision.action
+    assert isinstance(action, ScaleReplicas)
+    assert action.from_replicas == 5 and POLICY.max_replica_step < action.to_replicas - 5 <= 5
+
+
+def test_an_unsaturated_role_keeps_the_replica_step() -> None:
+    decision = _decide(observation(group(ttft_p99=60.0, tpot_p50=0.035, running=160.0, queued=20.0)))
+    action = decision.action
+    assert isinstance(action, ScaleReplicas)
+    assert action.to_replicas - action.from_replicas <= POLICY.max_replica_step
+
+
+# -------------------------------------------------------------------------------- cap ahead of removal
+
+
+def test_a_removal_the_cap_would_bind_raises_the_cap_first() -> None:
+    # Seven replicas at cap 32 with 26 requests in flight each: five or six would run 30+ each, at the cap.
+    decision = _decide(observation(group(tpot_p50=0.0174, ttft_p99=1.31, running=26.0 * 7)), applied(SEVEN))
+    action = decision.action
+    assert isinstance(action, SetBatchCap), decision
+    assert action.role is Role.UNIFIED and action.from_cap == 32 and 32 < action.to_cap <= 64
+    assert "ahead of removing replicas" in decision.reason
+
+
+def test_with_the_cap_out_of_the_way_the_removal_follows() -> None:
+    raised = replace(
+        SEVEN,
+        roles=tuple(replace(r, worker=replace(r.worker, max_running_requests=64)) for r in SEVEN.roles),
+    )
+    decision = _decide(observation(group(tpot_p50=0.0174, ttft_p99=1.31, running=26.0 * 7)), applied(raised))
+    assert isinstance(decision.action, ScaleReplicas), decision
+    assert decision.action.to_replicas < 7
+
+
+def test_a_removal_with_the_cap_clear_needs_no_cap_step() -> None:
+    decision = _decide(observation(group(tpot_p50=0.0174, ttft_p99=1.31, running=9.9 * 7)), applied(SEVEN))
+    assert isinstance(decision.action, ScaleReplicas)
+
+
+# ----------------------------------------------------------------------------------------- canary start
+
+
+def test_no_canary_starts_when_its_share_would_not_complete_enough_requests_to_judge() -> None:
+    quiet = observation(group(tpot_p50=0.025, ttft_p99=1.5, running=60))
+    started = _decide(quiet, applied(runner_up(0)))
+    assert isinstance(started.action, StartCanary)
+    # 5 % of 4 requests/s over 300 s is 60 requests, under the 100 a verdict needs.
+    held = _decide(quiet, applied(runner_up(0)), replace(POLICY, canary_share=0.05))
+    assert not isinstance(held.action, StartCanary), held
