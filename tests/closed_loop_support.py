@@ -38,11 +38,14 @@ import pytest
 import yaml
 
 from frontier_operator.api import parse_target
+from frontier_operator.controller import plan_for_spec
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.types import Role, ServingConfig, Workload
 from frontier_operator.planner.from_spec import plan_request_from_spec
+from frontier_operator.planner.types import Plan
+from frontier_operator.reconcile.tuned_fleet import fresh_record, render_record
 from frontier_operator.reconcile.tuning_record import ANNOTATION as RECORD_ANNOTATION
-from frontier_operator.reconcile.tuning_record import TuningRecord, decode_record
+from frontier_operator.reconcile.tuning_record import TuningRecord, decode_record, spec_key
 from frontier_operator.sim import changes
 from frontier_operator.sim.exporter import LiveTwin, TwinExporter, prometheus_scrape_config
 from frontier_operator.sim.fleet import FleetSimulation, PodState, Revision
@@ -133,7 +136,14 @@ def target_object(api: kubernetes.client.ApiClient, namespace: str, name: str) -
 
 def tuning_record(target: Mapping[str, Any]) -> TuningRecord | None:
     annotations = target.get("metadata", {}).get("annotations") or {}
-    return decode_record(annotations.get(RECORD_ANNOTATION))
+    if RECORD_ANNOTATION in annotations:
+        return decode_record(annotations[RECORD_ANNOTATION])
+    # Until its first tick the operator stores no record: it is what the plan gives, rebuilt as the controller does.
+    parsed = parse_target(target)
+    plan = plan_for_spec(parsed.spec)
+    if not isinstance(plan, Plan):
+        return None
+    return render_record(parsed, fresh_record(spec_key(parsed.spec), plan, parsed.spec.serving.image)).record
 
 
 def list_json(

@@ -145,6 +145,11 @@ def _planned(spec: FrontierTargetSpec, model_config: Mapping[str, Any] | None, m
     return _Planning(spec_json, config_json, request, result, measured)
 
 
+def plan_for_spec(spec: FrontierTargetSpec) -> Plan | Infeasible:
+    """The (memoised) plan the operator makes for a spec without a config.json ConfigMap or sweep points."""
+    return _planned(spec, None).result
+
+
 class Controller:
     def __init__(self, api: ApiClient, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.api = api
@@ -304,7 +309,10 @@ class Controller:
                 now=now,
             )
             outcome, report = tuned.outcome, tuned.report
-            record_text = encode_record(tuned.record) if tuned.record is not None else None
+            # Until its first tick a record is what the plan gives, rebuilt at no cost: writing it would add a
+            # request per new target (a reconcile storm of fresh targets pays it 500 times).
+            if tuned.record is not None and (tuned.record.last_tick_at is not None or RECORD_ANNOTATION in annotations):
+                record_text = encode_record(tuned.record)
         inputs = ReconcileInput(
             spec=target.spec if target is not None else None,
             outcome=outcome,

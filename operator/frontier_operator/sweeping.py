@@ -40,7 +40,6 @@ from frontier_operator.reconcile.sweep_step import (
     results_config_map,
     running_sweep_id,
 )
-from frontier_operator.reconcile.tuning_record import ANNOTATION as TUNING_RECORD
 from frontier_operator.render.request import owner_of
 from frontier_operator.sweep.loop import sweep_predictor
 from frontier_operator.sweep.store import CONFIGMAP_KEY, decode_points
@@ -144,7 +143,8 @@ def step(
         base=PerformanceModel.default(),
         stored=measured_points(document),
         job=job,
-        never_deployed=current.applied_revision is None and TUNING_RECORD not in annotations,
+        # A fleet once planned and applied leaves its plan in status (a deferred first deployment does not).
+        never_deployed=current.applied_revision is None and current.plan is None,
         now=now,
     )
     decision = decide_sweep(inputs)

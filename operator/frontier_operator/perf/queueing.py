@@ -269,7 +269,7 @@ def _rate_filling(batch: float, token_s: float, steps: float, prefill: PrefillSe
     return low
 
 
-_RATE_BISECTIONS = 24  # 2^-24: far below every other error
+_RATE_BISECTIONS = 40
 
 
 def max_rate_aggregated(decode: DecodeService, prefill: PrefillService, output_tokens: float) -> float:
