@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes
+import pytest
 import yaml
 
 from k8s_standin.fixtures import request_json
@@ -17,6 +18,26 @@ CRD = yaml.safe_load((ROOT / "crds" / "frontiertargets.frontier.dev.yaml").read_
 EXAMPLES = {path.stem: path for path in sorted((ROOT / "examples").glob("*.yaml"))}
 FT = ("frontier.dev/v1alpha1", "frontiertargets")
 OPERATOR = "-m frontier_operator.main"
+
+
+# Fixtures of every test folder that runs the operator (imported by their conftest.py).
+@pytest.fixture(autouse=True)
+def fast_operator(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Re-check every second and serve no metrics port (several operators run in one process).
+    monkeypatch.setenv("FRONTIER_RECHECK_SECONDS", "1")
+    monkeypatch.setenv("FRONTIER_METRICS_PORT", "0")
+    monkeypatch.setenv("FRONTIER_RETRY_SECONDS", "1")
+
+
+@pytest.fixture(scope="module")
+def crd(kube_cluster: Any, kube_api: kubernetes.client.ApiClient) -> Iterator[None]:
+    extensions = kubernetes.client.ApiextensionsV1Api(kube_api)
+    try:
+        extensions.create_custom_resource_definition(CRD)
+    except kubernetes.client.ApiException as error:
+        if error.status != 409:
+            raise
+    yield
 
 
 def target_document(

@@ -13,12 +13,13 @@ from typing import Any
 
 from frontier_operator.adapters import kube
 from frontier_operator.api.annotations import APPROVE, PAUSED, PAUSED_REASON, PIN, ROLLBACK
+from frontier_operator.api.units import rfc3339
 
 _CONDITION_ORDER = ("Ready", "SLOMet", "PlanFeasible", "Progressing", "MetricsAvailable", "ModelDrift", "Degraded")
 
 
 def _now() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return rfc3339(datetime.now(UTC))
 
 
 def format_status(target: dict[str, Any]) -> str:

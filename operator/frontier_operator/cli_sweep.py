@@ -27,7 +27,7 @@ import yaml
 from frontier_operator.adapters import kube
 from frontier_operator.api import SpecInvalid, load_target_file
 from frontier_operator.api.annotations import SWEEP_START
-from frontier_operator.api.units import GpuMinutes
+from frontier_operator.api.units import GpuMinutes, rfc3339
 from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.catalog.hf_config import HfConfigError
 from frontier_operator.catalog.models import find_model
@@ -140,7 +140,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    now = rfc3339(datetime.now(UTC))
     try:
         api = kube.api_client()
         kube.annotate_target(api, args.namespace, args.name, {SWEEP_START: now})

@@ -27,6 +27,7 @@ from frontier_operator.api import SpecInvalid, parse_target
 from frontier_operator.api.errors import FieldError
 from frontier_operator.api.spec import FrontierTargetSpec
 from frontier_operator.api.status import FrontierTargetStatus
+from frontier_operator.api.units import rfc3339
 from frontier_operator.api.v1alpha1 import FrontierTarget
 from frontier_operator.catalog.hf_config import HfConfigError
 from frontier_operator.planner.from_spec import SpecResolutionError, plan_request_from_spec
@@ -89,10 +90,6 @@ class _Tuned:
     outcome: Planned | RenderFailed
     report: TuningReport | None
     record: TuningRecord | None
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 @lru_cache(maxsize=PLAN_CACHE_SIZE)
@@ -319,7 +316,7 @@ class Controller:
             observed=observed,
             current=current,
             generation=int(metadata.get("generation", 0)),
-            now=_rfc3339(now),
+            now=rfc3339(now),
             force_apply=force_apply,
             tuning=report,
         )
@@ -459,7 +456,7 @@ class Controller:
             fleet=fleet_state(rendered, observed, canary_crash_looping=crash_looping),
             overrides=overrides_from(annotations),
             now=now.timestamp(),
-            now_text=_rfc3339(now),
+            now_text=rfc3339(now),
         )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar, Self
 
@@ -340,3 +341,9 @@ def format_duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.3g}s"
     return f"{seconds / 60:.3g}m"
+
+
+def rfc3339(moment: datetime | float) -> str:
+    """A time as Kubernetes writes it (`2026-11-30T03:00:00Z`): UTC, whole seconds; a float is a Unix time."""
+    when = datetime.fromtimestamp(moment, UTC) if isinstance(moment, int | float) else moment.astimezone(UTC)
+    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")

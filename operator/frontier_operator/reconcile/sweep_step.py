@@ -38,13 +38,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from frontier_operator.api.annotations import PAUSED, PREFIX, SWEEP_START
 from frontier_operator.api.spec import FrontierTargetSpec, TuningMode
 from frontier_operator.api.sweep import MAX_LINES, MAX_POINTS, SweepStatus
+from frontier_operator.api.units import rfc3339
 from frontier_operator.api.v1alpha1 import FrontierTarget
 from frontier_operator.planner.describe import describe_config
 from frontier_operator.planner.types import Plan, PlanRequest, Predictor
@@ -248,10 +248,6 @@ class _Context:
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _line(text: str) -> str:

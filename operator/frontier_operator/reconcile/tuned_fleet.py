@@ -6,12 +6,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from frontier_operator.api.annotations import APPROVE, PAUSED, PIN, ROLLBACK
 from frontier_operator.api.spec import FrontierTargetSpec
 from frontier_operator.api.status import CanaryStatus, FrontierTargetStatus
+from frontier_operator.api.units import rfc3339
 from frontier_operator.api.v1alpha1 import FrontierTarget
 from frontier_operator.perf.types import ServingConfig
 from frontier_operator.planner.describe import describe_config
@@ -69,10 +70,6 @@ def _render(target: FrontierTarget, config: ServingConfig, pool: str, image: str
     return RenderedRevision(layout, tuple(render_layout(layout, request.owner.to_dict() if request.owner else None)))
 
 
-def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
 def render_record(target: FrontierTarget, record: TuningRecord) -> RenderedRecord:
     """The stable fleet and the canary the record describes; the record gets their revisions. Raises RenderError."""
     applied = record.applied
@@ -90,7 +87,7 @@ def render_record(target: FrontierTarget, record: TuningRecord) -> RenderedRecor
             revision=canary.revision,
             summary=describe_config(canary.deployed),
             traffic_share_percent=round(100 * canary.share, 1),
-            started_at=_rfc3339(canary.started_at),
+            started_at=rfc3339(canary.started_at),
         )
         canary_rollout = CanaryRollout(canary.revision, rendered.objects, status)
     return RenderedRecord(replace(record, applied=applied), stable, canary_rollout, layout)

@@ -10,7 +10,6 @@ result is the next `TuningRecord` — the fleet to render (stable and canary) fo
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from frontier_operator.api.spec import TuningMode
 from frontier_operator.api.status import (
@@ -22,6 +21,7 @@ from frontier_operator.api.status import (
     PercentilesMs,
     Recommendation,
 )
+from frontier_operator.api.units import rfc3339
 from frontier_operator.perf.types import Percentiles
 from frontier_operator.reconcile.conditions import ConditionUpdate
 from frontier_operator.reconcile.events import EventNote
@@ -364,10 +364,6 @@ def _ms(values: Percentiles | None) -> PercentilesMs:
     return PercentilesMs(**{f"p{q}": round(values.at(q) * 1e3, 3) for q in (50, 90, 95, 99)})
 
 
-def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
 def _observed(observation: Observation | None) -> ObservedStatus | None:
     if observation is None:
         return None
@@ -375,8 +371,8 @@ def _observed(observation: Observation | None) -> ObservedStatus | None:
     if group is None:
         return None
     return ObservedStatus(
-        window_start=_rfc3339(observation.window_start),
-        window_end=_rfc3339(observation.window_end),
+        window_start=rfc3339(observation.window_start),
+        window_end=rfc3339(observation.window_end),
         ttft_ms=_ms(group.ttft),
         tpot_ms=_ms(group.tpot),
         request_rate=group.request_rate_per_s,
