@@ -321,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=float, help="simulated hours per run (default 6, quick 2)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON")
+    parser.add_argument("--only", nargs="+", metavar="EXAMPLE", help="run only these examples (file stems)")
     args = parser.parse_args(argv)
     hours = args.hours or (2.0 if args.quick else 6.0)
     traffics = ("steady",) if args.quick else ("steady", "diurnal")
@@ -328,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     heavy = frozenset() if args.full else HEAVY
     chosen, skipped = scenarios(args.quick, heavy)
+    if args.only:
+        chosen = [s for s in chosen if s.name in args.only]
     cells = [
         Cell(s, t, p, hours) for s in chosen for t in traffics for p in POLICIES if t == "steady" or s.name not in heavy
     ]

@@ -11,12 +11,14 @@ from typing import Any
 
 from frontier_operator.api import FrontierTarget, load_target_file, parse_target
 from frontier_operator.catalog.gpus import find_gpu
+from frontier_operator.catalog.models import find_model
 from frontier_operator.catalog.quantization import (
     execution_mode,
     find_kv_cache_format,
     find_quant_format,
     kv_cache_supported,
 )
+from frontier_operator.catalog.types import Vendor
 from frontier_operator.cli_render import plan_from_dict
 from frontier_operator.perf.types import (
     MoeA2ABackend,
@@ -160,8 +162,15 @@ def _speculations(mtp: bool, draft: str | None) -> list[Speculative | None]:
     return options
 
 
+def _sparse_attention_on_cuda(model: str, gpu_name: str) -> bool:
+    """Where SGLang runs prefill context parallelism: DeepSeek-Sparse-Attention models on NVIDIA GPUs."""
+    arch, gpu = find_model(model), find_gpu(gpu_name)
+    assert arch is not None and gpu is not None
+    return arch.mla is not None and arch.mla.index_topk > 0 and gpu.vendor is Vendor.NVIDIA
+
+
 def _shapes(
-    gpu: str, fmt: str, kv: str, moe: bool, speculative: Speculative | None
+    gpu: str, fmt: str, kv: str, moe: bool, speculative: Speculative | None, *, prefill_cp: bool = False
 ) -> Iterator[tuple[str, ServingConfig]]:
     def w(tp: int, **fields: Any) -> WorkerConfig:
         return worker(gpu, fmt, kv, tp, speculative=speculative, **fields)
@@ -183,6 +192,8 @@ def _shapes(
         wide = w(16, attention_dp=16, ep=16, moe_a2a_backend=MoeA2ABackend.DEEPEP, max_running_requests=1024)
         yield unified("wide-ep-multi-node", wide, replicas=2)
         yield pd("pd-wide-ep", w(8, ep=8, mem_fraction_static=0.8), wide, "mooncake")
+    if prefill_cp:
+        yield pd("pd-prefill-cp", w(8, ep=8, attention_cp=8), w(8, attention_dp=8, ep=8), "mooncake")
     yield pd("pd", w(8, chunked_prefill_size=16384), w(8, max_running_requests=256), "mooncake")
     yield pd("pd-nixl-multi-node", w(8), w(16, max_running_requests=256), "nixl")
 
@@ -194,7 +205,8 @@ def sweep_cases() -> list[SweepCase]:
             continue
         for speculative in _speculations(mtp, draft):
             extra = {"draftModel": {"path": draft}} if draft else None
-            for label, config in _shapes(gpu, fmt, kv, moe, speculative):
+            prefill_cp = _sparse_attention_on_cuda(model, gpu)
+            for label, config in _shapes(gpu, fmt, kv, moe, speculative, prefill_cp=prefill_cp):
                 # Plain P/D runs on a pool without RDMA (Mooncake over TCP); the rest have RDMA.
                 rdma = label != "pd" and ("pd" in label or "node" in label)
                 discovery = "stable-addresses" if label.endswith("replicas") else "label-selector"

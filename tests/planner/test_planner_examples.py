@@ -56,10 +56,10 @@ def test_every_example_gets_a_sound_explained_answer(path: Path, model: Performa
 # plus that margin.
 FEASIBLE = {
     "deepseek-r1-low-latency": True,
-    "glm5-agentic-coding": False,
+    "glm5-agentic-coding": True,
     "kimi-k25-batch": True,
     "llama-70b-chat": True,
-    "qwen3-32b-disagg": False,
+    "qwen3-32b-disagg": True,
 }
 
 

@@ -24,6 +24,7 @@ from planner_support import chat_workload, model, pool, search
 R = RejectionReason
 LLAMA = model("Llama-3.1-70B-Instruct")
 DEEPSEEK = model("DeepSeek-R1")
+GLM5 = model("GLM-5")  # DeepSeek Sparse Attention: the one catalog model SGLang runs prefill CP for
 H200 = pool("h200", "H200", max_gpus=64)
 H200_NO_RDMA = pool("h200-plain", "H200", max_gpus=64, rdma=False)
 B200 = pool("b200", "B200", max_gpus=64, rdma=True)
@@ -89,6 +90,40 @@ CASES = [
         space=replace(WIDE, attention_dp=False),
     ),
     Case("multi-node switched off", LLAMA, {"tp": 16}, R.MULTI_NODE_NOT_ALLOWED, space=replace(WIDE, multi_node=False)),
+    # Prefill context parallelism.
+    Case("prefill CP on a DSA prefill worker", GLM5, {"ep": 8, "attention_cp": 8}, None, role=Role.PREFILL),
+    Case(
+        "prefill CP switched off",
+        GLM5,
+        {"ep": 8, "attention_cp": 8},
+        R.CONTEXT_PARALLEL_NOT_ALLOWED,
+        space=replace(WIDE, prefill_context_parallel=False),
+        role=Role.PREFILL,
+    ),
+    Case("prefill CP on a decode worker", GLM5, {"ep": 8, "attention_cp": 8}, R.CONTEXT_PARALLEL_PREFILL_ONLY),
+    Case(
+        "prefill CP without sparse attention",
+        DEEPSEEK,
+        {**BLOCK, "ep": 8, "attention_cp": 8},
+        R.CONTEXT_PARALLEL_NEEDS_SPARSE_ATTENTION,
+        role=Role.PREFILL,
+    ),
+    Case(
+        "prefill CP on AMD",
+        GLM5,
+        {"ep": 8, "attention_cp": 8},
+        R.CONTEXT_PARALLEL_UNSUPPORTED_ON_GPU,
+        MI300X,
+        role=Role.PREFILL,
+    ),
+    Case("prefill CP not a divisor", GLM5, {"ep": 8, "attention_cp": 3}, R.CONTEXT_PARALLEL_LAYOUT, role=Role.PREFILL),
+    Case(
+        "prefill CP with attention DP",
+        GLM5,
+        {"ep": 8, "attention_dp": 2, "attention_cp": 4},
+        R.CONTEXT_PARALLEL_LAYOUT,
+        role=Role.PREFILL,
+    ),
     # Nodes.
     Case("instance larger than the pool", LLAMA, {"tp": 32}, R.OVER_BUDGET, pool("small", "H200", max_gpus=16)),
     Case("ranks uneven over nodes", LLAMA, {"tp": 9}, R.NODES_UNEVEN),

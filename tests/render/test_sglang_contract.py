@@ -116,6 +116,7 @@ def test_the_sweep_is_large_and_covers_every_shape() -> None:
         "--nnodes 2 --node-rank 1",
         "--pp-size 2",
         "--attn-dp-size 16",
+        "--attn-cp-size 8 --enable-prefill-cp --cp-strategy interleave",
         "--moe-a2a-backend deepep",
         "--speculative-algorithm NEXTN",
         "--speculative-algorithm EAGLE3",

@@ -362,6 +362,9 @@ class ParallelismLimits(ApiModel):
     """Widest expert parallelism. Default: as wide as the pool allows."""
     attention_dp: bool = True
     """Allow attention data parallelism (DP attention). Default: true."""
+    prefill_context_parallel: bool = True
+    """Allow prefill context parallelism on P/D prefill workers of DeepSeek-Sparse-Attention models (GLM-5,
+    DeepSeek-V3.2): the GPUs of a prefill server split a long prompt's tokens. Default: true."""
     multi_node: bool = True
     """Allow replicas that span nodes (LeaderWorkerSet). Default: true."""
 

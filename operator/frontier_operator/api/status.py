@@ -107,6 +107,8 @@ class RoleStatus(ApiModel):
     """Pipeline parallelism."""
     attention_dp: int = 1
     """Attention data parallelism inside the TP group."""
+    attention_cp: int = 1
+    """Prefill context parallelism inside the TP group (prefill workers only)."""
     ep: int = 1
     """Expert parallelism."""
     moe_a2a_backend: str = "none"

@@ -45,6 +45,7 @@ def worker_to_dict(worker: WorkerConfig) -> dict[str, Any]:
         "tp": worker.tp,
         "pp": worker.pp,
         "attentionDp": worker.attention_dp,
+        "attentionCp": worker.attention_cp,
         "ep": worker.ep,
         "moeA2aBackend": worker.moe_a2a_backend.value,
         "maxRunningRequests": worker.max_running_requests,
@@ -88,7 +89,10 @@ class _Reader:
             raise ConfigDecodeError(f"{self.path}.{key}", f"expected {getattr(kind, '__name__', 'a value')}")
         return value
 
-    def integer(self, key: str) -> int:
+    def integer(self, key: str, default: int | None = None) -> int:
+        """A positive integer; `default` when absent, for keys added after records were first written."""
+        if default is not None and self.data.get(key) is None:
+            return default
         value: int = self._get(key, int, optional=False)
         if value < 1:
             raise ConfigDecodeError(f"{self.path}.{key}", "must be at least 1")
@@ -135,6 +139,7 @@ def worker_from_dict(data: Any, path: str = "worker") -> WorkerConfig:
         tp=reader.integer("tp"),
         pp=reader.integer("pp"),
         attention_dp=reader.integer("attentionDp"),
+        attention_cp=reader.integer("attentionCp", default=1),
         ep=reader.integer("ep"),
         moe_a2a_backend=_enum(MoeA2ABackend, reader.text("moeA2aBackend"), f"{path}.moeA2aBackend"),
         max_running_requests=reader.integer("maxRunningRequests"),

@@ -57,8 +57,9 @@ def collective_time(work: CollectiveWork, gpu: GpuSpec, gpus_per_node: int, coef
             inside = 2.0 * (g - 1) / g * work.buffer_bytes / nvlink
             across = 2.0 * (nodes - 1) / nodes * work.buffer_bytes / g / (link.bandwidth_bytes_per_s * efficiency)
             seconds = inside + across
-    elif work.kind is CollectiveKind.ALL_TO_ALL:
-        # Tokens routed to experts on other GPUs leave; (n−1)/n of them under uniform routing.
+    elif work.kind in (CollectiveKind.ALL_TO_ALL, CollectiveKind.ALL_GATHER):
+        # All-to-all: tokens routed to experts on other GPUs leave, (n−1)/n of them under uniform routing.
+        # All-gather (ring): every GPU receives the (n−1)/n of the buffer it does not hold.
         seconds = (n - 1) / n * work.buffer_bytes / (link.bandwidth_bytes_per_s * efficiency)
     else:
         seconds = work.buffer_bytes / (link.bandwidth_bytes_per_s * efficiency)

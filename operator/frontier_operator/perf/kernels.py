@@ -47,6 +47,7 @@ class OpWork:
 class CollectiveKind(StrEnum):
     ALL_REDUCE = "all_reduce"
     ALL_TO_ALL = "all_to_all"
+    ALL_GATHER = "all_gather"
     P2P = "p2p"
 
 
@@ -110,10 +111,12 @@ class WorkerShape:
     ep: int
     deepep: bool
     gpus_per_node: int
+    attention_cp: int = 1
 
     @property
     def attention_tp(self) -> int:
-        return max(1, self.tp // self.attention_dp)
+        """Ranks that split one attention's heads: SGLang's attn_tp = tp / attn_dp / attn_cp."""
+        return max(1, self.tp // (self.attention_dp * self.attention_cp))
 
     @property
     def gpus(self) -> int:
@@ -369,7 +372,9 @@ def _collectives(
     out: list[CollectiveWork] = []
     activation = rank_tokens * hidden * BYTES_BF16
     if shape.attention_tp > 1:
-        out.append(CollectiveWork(CollectiveKind.ALL_REDUCE, activation, shape.attention_tp, layers))
+        # Context parallelism leaves each attention group a 1/cp share of the tokens to reduce.
+        attention_activation = activation / max(1, shape.attention_cp)
+        out.append(CollectiveWork(CollectiveKind.ALL_REDUCE, attention_activation, shape.attention_tp, layers))
     if shape.tp > 1:
         if shape.attention_dp == 1:
             out.append(CollectiveWork(CollectiveKind.ALL_REDUCE, activation, shape.tp, layers))
@@ -439,33 +444,45 @@ def prefill_work(
 
     `prefix_tokens` is what each sequence already holds (a cached prefix or earlier chunks); attention over
     it is paid, its projections are not. The FFN/MoE sees the tokens of every busy rank.
+
+    With prefill context parallelism the `attention_cp` ranks of a group each take an equal, causally balanced
+    share of the new tokens (SGLang's interleave split) with the heads of attention-TP: per GPU the same
+    attention FLOPs as TP, but the DSA indexer — replicated across attention-TP — scores only that share.
+    The ranks then all-gather the new tokens' KV; the FFN/MoE still sees every token.
     """
     arch, inv, fmt, shape = layout.arch, layout.inventory, layout.formats, layout.shape
     layer_share = 1.0 / shape.pp
     attention_tp = shape.attention_tp
+    cp = max(1, shape.attention_cp)
     rank_tokens = requests * new_tokens_per_request
+    query_tokens = rank_tokens / cp
     ffn_tokens = rank_tokens * max(1.0, busy_ranks)
     layers = arch.num_layers * layer_share
     ops: list[OpWork] = []
     proj = layers * inv.attention / attention_tp
     proj_width = arch.num_attention_heads * arch.head_dim / attention_tp
-    ops.append(_gemm(proj, fmt.dense_bytes_per_param, rank_tokens, fmt.dense_compute, proj_width))
+    ops.append(_gemm(proj, fmt.dense_bytes_per_param, query_tokens, fmt.dense_compute, proj_width))
     kv_per_token = kv_elements_per_token_layer(arch, attention_tp) * fmt.kv_bytes_per_element
     end = prefix_tokens + new_tokens_per_request
-    pairs = requests * layer_share * core_causal_pairs(arch, prefix_tokens, end)
+    pairs = requests * layer_share * core_causal_pairs(arch, prefix_tokens, end) / cp
     layer_tokens = requests * layer_share * attended_tokens(arch, end)
     kv_bytes = layer_tokens * kv_per_token
     ops.append(OpWork(OpKind.ATTENTION, kv_bytes, pairs * _pair_flops(arch, attention_tp, absorbed=False), "bf16"))
     if sparse_topk(arch):
-        indexed = requests * layer_share * causal_pairs(arch, prefix_tokens, end)
+        indexed = requests * layer_share * causal_pairs(arch, prefix_tokens, end) / cp
         indexer_bytes = layer_tokens * indexer_bytes_per_token_layer(arch)
         ops.append(_indexer_op(indexer_bytes, indexed * indexer_pair_flops(arch)))
     ops.extend(_dense_and_expert_ops(layout, layer_share, ffn_tokens))
     head = inv.lm_head / attention_tp * layer_share
     ops.append(_gemm(head, HEAD_BYTES_PER_PARAM, requests, "bf16", arch.vocab_size / attention_tp))
+    collectives = _collectives(inv, arch.hidden_size, shape, layer_share, rank_tokens)
+    if cp > 1:
+        new_kv = rank_tokens * (unique_kv_elements_per_token_layer(arch) * fmt.kv_bytes_per_element)
+        new_kv += rank_tokens * indexer_bytes_per_token_layer(arch)
+        collectives.append(CollectiveWork(CollectiveKind.ALL_GATHER, new_kv, cp, layers))
     return ForwardWork(
         ops=tuple(ops),
-        collectives=tuple(_collectives(inv, arch.hidden_size, shape, layer_share, rank_tokens)),
+        collectives=tuple(collectives),
         layers=layers,
         requests_per_rank=requests,
     )

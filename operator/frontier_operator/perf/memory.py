@@ -59,6 +59,7 @@ def shape_of(worker: WorkerConfig) -> WorkerShape:
         tp=worker.tp,
         pp=worker.pp,
         attention_dp=worker.attention_dp,
+        attention_cp=worker.attention_cp,
         ep=worker.ep,
         deepep=worker.moe_a2a_backend.value != "none",
         gpus_per_node=worker.gpus_per_node,

@@ -58,6 +58,7 @@ from frontier_operator.perf.types import (
     Prediction,
     Role,
     ServingConfig,
+    Speculative,
     WorkerConfig,
     Workload,
 )
@@ -133,6 +134,9 @@ class _Memo:
         default_factory=dict
     )
     prefill: dict[tuple[int, float, float, int, float], tuple[Hardware, PrefillCost]] = field(default_factory=dict)
+    # Seconds per output token by (hardware, speculation, batch, context, workload kind): P/D sizing solves
+    # the same decode side's batch for every prefill partner it tries, asking the same batches again.
+    token: dict[tuple[int, Speculative | None, float, float, str], tuple[Hardware, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,18 @@ class PerformanceModel:
         cost = prefill_cost(hw, new_tokens, prefix_tokens, chunk, waiting)
         memo[key] = (hw, cost)
         return cost
+
+    def _token_seconds(self, hw: Hardware, worker: WorkerConfig, batch: float, context: float, kind: str) -> float:
+        memo = self._memo.token
+        key = (id(hw), worker.speculative, batch, context, kind)
+        found = memo.get(key)
+        if found is not None and found[0] is hw:
+            return found[1]
+        if len(memo) >= _MEMO_LIMIT:
+            memo.clear()
+        seconds = _token_seconds(hw, worker, batch, context, kind)
+        memo[key] = (hw, seconds)
+        return seconds
 
     @staticmethod
     def default() -> PerformanceModel:
@@ -192,7 +208,7 @@ class PerformanceModel:
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"
     ) -> float:
         """Seconds per output token of each running request, speculative decoding included, no prefill pauses."""
-        return _token_seconds(self.hardware(arch, gpu, worker), worker, batch, context, kind)
+        return self._token_seconds(self.hardware(arch, gpu, worker), worker, batch, context, kind)
 
     def prefill_time(
         self,
@@ -408,6 +424,10 @@ class PerformanceModel:
         assert main is not None
         if main.replicas < 1:
             raise UnpredictableConfig("every role needs at least one replica")
+        if main.worker.attention_cp > 1:
+            # Only the prefill path of context parallelism is modelled (and planned): decode would read a
+            # KV cache split by position, which the decode-step model does not describe.
+            raise UnpredictableConfig("prefill context parallelism is modelled on prefill workers only")
 
         decode = self._role(arch, gpu, main.worker, replicas=main.replicas, context=full_context, role=main.role)
         decode_hw = decode.hardware
@@ -420,7 +440,7 @@ class PerformanceModel:
         kind = workload.kind
 
         def token_seconds(batch: float) -> float:
-            return _token_seconds(decode_hw, main.worker, batch, decode_context, kind)
+            return self._token_seconds(decode_hw, main.worker, batch, decode_context, kind)
 
         decode_service = DecodeService(token_seconds, capacity)
         c = decode_hw.coefficients
@@ -531,13 +551,15 @@ def wave_synchronisation(wave_sync: float, output_cv: float) -> float:
 
 
 def _validate_worker(arch: ModelArch, worker: WorkerConfig) -> None:
-    if worker.tp < 1 or worker.pp < 1 or worker.attention_dp < 1 or worker.ep < 1:
-        raise UnpredictableConfig("tp, pp, attention_dp and ep must all be at least 1")
-    if worker.tp % worker.attention_dp:
-        raise UnpredictableConfig(f"attention_dp={worker.attention_dp} must divide tp={worker.tp}")
+    if worker.tp < 1 or worker.pp < 1 or worker.attention_dp < 1 or worker.attention_cp < 1 or worker.ep < 1:
+        raise UnpredictableConfig("tp, pp, attention_dp, attention_cp and ep must all be at least 1")
+    if worker.tp % (worker.attention_dp * worker.attention_cp):
+        raise UnpredictableConfig(
+            f"attention_dp={worker.attention_dp} × attention_cp={worker.attention_cp} must divide tp={worker.tp}"
+        )
     if arch.is_moe and worker.tp % worker.ep:
         raise UnpredictableConfig(f"ep={worker.ep} must divide tp={worker.tp}")
-    attention_tp = worker.tp // worker.attention_dp
+    attention_tp = worker.tp // (worker.attention_dp * worker.attention_cp)
     if arch.num_attention_heads % attention_tp:
         raise UnpredictableConfig(
             f"{arch.num_attention_heads} attention heads do not split over attention-TP {attention_tp}"

@@ -52,6 +52,10 @@ class WorkerConfig:
     chunked_prefill_size: int
     pp: int = 1
     attention_dp: int = 1
+    # Prefill context parallelism (`--attn-cp-size N --enable-prefill-cp`): the N ranks of an attention group
+    # split a prompt's tokens instead of its heads. Prefill workers of DeepSeek-Sparse-Attention models only
+    # (the planner's legality rules say why).
+    attention_cp: int = 1
     ep: int = 1
     moe_a2a_backend: MoeA2ABackend = MoeA2ABackend.NONE
     speculative: Speculative | None = None

@@ -1,6 +1,7 @@
 """Short human names for workers and fleets, as they appear in rejections, tables and status.
 
-The forms follow the field's shorthand: `fp8 TP8 EP8 DPattn8 deepep kv=fp8_e4m3 +MTP3 ×4 cap 64`.
+The forms follow the field's shorthand: `fp8 TP8 EP8 DPattn8 deepep kv=fp8_e4m3 +MTP3 ×4 cap 64`
+(a prefill worker with context parallelism: `fp8 TP8 EP8 CP8`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def describe_layout(worker: WorkerConfig) -> str:
         parts.append(f"EP{worker.ep}")
     if worker.attention_dp > 1:
         parts.append(f"DPattn{worker.attention_dp}")
+    if worker.attention_cp > 1:
+        parts.append(f"CP{worker.attention_cp}")
     if worker.moe_a2a_backend is not MoeA2ABackend.NONE:
         parts.append(worker.moe_a2a_backend.value)
     return " ".join(parts)

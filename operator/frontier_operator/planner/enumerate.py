@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import product
 
 from frontier_operator.catalog.types import KvCacheFormat, ModelArch, QuantFormat
 from frontier_operator.perf.types import (
@@ -128,6 +129,21 @@ def moe_layouts(arch: ModelArch, tp: int, search: SearchSpace) -> tuple[tuple[in
     return tuple(layout for layout in layouts if layout[1] <= max_ep)
 
 
+def context_parallel_widths(
+    arch: ModelArch, tp: int, attention_dp: int, role: Role, search: SearchSpace
+) -> tuple[int, ...]:
+    """Prefill context-parallel widths tried: none, and the whole TP group on a DSA model's prefill worker.
+
+    With DeepSeek Sparse Attention the indexer is replicated over attention-TP, so a long prompt's scoring
+    does not shrink with TP; CP = TP splits it over every GPU (intermediate widths split it less and
+    are left out to keep the search fast).
+    """
+    dsa = arch.mla is not None and arch.mla.index_topk > 0
+    if role is not Role.PREFILL or not dsa or not search.prefill_context_parallel or attention_dp > 1 or tp == 1:
+        return (1,)
+    return (1, tp)
+
+
 def speculative_options(arch: ModelArch, search: SearchSpace) -> tuple[Speculative | None, ...]:
     options: list[Speculative | None] = [None]
     if search.speculative is SpeculativeMode.OFF:
@@ -217,7 +233,7 @@ def _candidates(
                 )
                 continue
             for attention_dp, ep, a2a in moe_layouts(arch, tp, search):
-                for spec in spec_options:
+                for spec, cp in product(spec_options, context_parallel_widths(arch, tp, attention_dp, role, search)):
                     worker = WorkerConfig(
                         gpu=pool.gpu.name,
                         gpus_per_node=pool.gpus_per_node,
@@ -227,6 +243,7 @@ def _candidates(
                         max_running_requests=_UNSET_CAP,
                         chunked_prefill_size=chunk,
                         attention_dp=attention_dp,
+                        attention_cp=cp,
                         ep=ep,
                         moe_a2a_backend=a2a,
                         speculative=spec,

@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from frontier_operator.catalog.quantization import execution_mode
 from frontier_operator.perf.types import Role, WorkerConfig
 from frontier_operator.planner.choose import objective_key
-from frontier_operator.planner.describe import describe_config, describe_layout, describe_speculative
+from frontier_operator.planner.describe import describe_config, describe_layout, describe_speculative, describe_worker
 from frontier_operator.planner.types import (
     BatchKnee,
     Disaggregation,
@@ -113,7 +114,16 @@ def _main_worker(candidate: Evaluated) -> WorkerConfig:
 # ------------------------------------------------------------------------ why alternatives lost
 
 
-_Dimension = tuple[str, Callable[[Evaluated], str]]
+# A decision and each candidate's side of it; None: the decision does not apply to that candidate.
+_Dimension = tuple[str, Callable[[Evaluated], str | None]]
+
+
+def _prefill_split(candidate: Evaluated) -> str | None:
+    """Whether a P/D fleet's prefill servers split long prompts by context parallelism (None: aggregated)."""
+    prefill = candidate.config.role(Role.PREFILL)
+    if prefill is None:
+        return None
+    return "context-parallel prefill" if prefill.worker.attention_cp > 1 else "prefill without context parallelism"
 
 
 def _dimensions() -> tuple[_Dimension, ...]:
@@ -123,6 +133,7 @@ def _dimensions() -> tuple[_Dimension, ...]:
         ("serving", lambda c: "P/D" if c.config.disaggregated else "aggregated"),
         ("speculation", lambda c: describe_speculative(_main_worker(c)) or "no speculation"),
         ("experts", lambda c: "wide EP" if Technique.WIDE_EP in c.techniques else "narrow EP"),
+        ("prefill", _prefill_split),
         ("pool", lambda c: c.pool.name),
     )
 
@@ -135,7 +146,9 @@ def alternatives(
     allowed = [c for c in candidates if c.allowed]
     for dimension, value_of in _dimensions():
         mine = value_of(chosen)
-        others = sorted({value_of(c) for c in allowed} - {mine})
+        if mine is None:
+            continue
+        others = sorted({v for c in allowed if (v := value_of(c)) is not None} - {mine})
         for value in others:
             group = [c for c in allowed if value_of(c) == value]
             feasible = sorted((c for c in group if c.feasible), key=lambda c: objective_key(request.objective, c))
@@ -224,7 +237,25 @@ def _never_sized(
             lines.append(f"P/D (serving): {pd[0].detail}")
     if request.search.speculative is SpeculativeMode.OFF:
         lines.append("speculative decoding: not searched (search.speculative is off)")
+    lines.extend(_prefill_without_cp(chosen, candidates, rejections))
     return lines
+
+
+def _prefill_without_cp(
+    chosen: Evaluated, candidates: Sequence[Evaluated], rejections: Sequence[Rejection]
+) -> list[str]:
+    """Why the chosen prefill servers split prompts by context parallelism, when no fleet without it was sized:
+    the same prefill server without CP, and the reason it was left out."""
+    prefill = chosen.config.role(Role.PREFILL)
+    if prefill is None or prefill.worker.attention_cp == 1:
+        return []
+    if any(_prefill_split(c) == "prefill without context parallelism" for c in candidates):
+        return []
+    plain = describe_worker(replace(prefill.worker, attention_cp=1))
+    found = next((r for r in rejections if r.worker is not None and describe_worker(r.worker) == plain), None)
+    if found is None:
+        return []
+    return [f"prefill without context parallelism (prefill): {plain} {found.detail}"]
 
 
 _PD_REASONS = frozenset(

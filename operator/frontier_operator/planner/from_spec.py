@@ -176,6 +176,7 @@ def plan_request_from_spec(
         max_tp=search.parallelism.max_tp,
         max_ep=search.parallelism.max_ep,
         attention_dp=search.parallelism.attention_dp,
+        prefill_context_parallel=search.parallelism.prefill_context_parallel,
         multi_node=search.parallelism.multi_node,
         eagle3_draft_model=draft.path if draft is not None else None,
         fallback_quantizations=tuple(fmt for fmt in load_quant_formats().values() if fmt not in allowed),

@@ -74,6 +74,10 @@ def search_limits(ctx: LegalityContext, worker: WorkerConfig, role: Role) -> Rej
         return _reject(worker, R.EP_ABOVE_LIMIT, f"EP{worker.ep} is wider than the allowed maximum EP{search.max_ep}")
     if not search.attention_dp and worker.attention_dp > 1:
         return _reject(worker, R.ATTENTION_DP_NOT_ALLOWED, "attention data parallelism is switched off in the search")
+    if not search.prefill_context_parallel and worker.attention_cp > 1:
+        return _reject(
+            worker, R.CONTEXT_PARALLEL_NOT_ALLOWED, "prefill context parallelism is switched off in the search"
+        )
     if not search.multi_node and worker.nnodes > 1:
         return _reject(
             worker, R.MULTI_NODE_NOT_ALLOWED, f"spans {worker.nnodes} nodes but multi-node replicas are switched off"
@@ -118,7 +122,7 @@ def attention_split(ctx: LegalityContext, worker: WorkerConfig, role: Role) -> R
     # dense model the FFN stays tensor-parallel and the split only adds gathers.
     if worker.attention_dp > 1 and not arch.is_moe:
         return _reject(worker, R.ATTENTION_DP_NEEDS_MOE, f"{arch.name} is dense; attention DP serves MoE models")
-    attention_tp = worker.tp // worker.attention_dp
+    attention_tp = worker.tp // (worker.attention_dp * max(1, worker.attention_cp))
     if arch.num_attention_heads % attention_tp:
         return _reject(
             worker,
@@ -134,6 +138,42 @@ def attention_split(ctx: LegalityContext, worker: WorkerConfig, role: Role) -> R
             return _reject(
                 worker, R.KV_HEADS_NOT_DIVISIBLE, f"{kv_heads} KV heads and attention TP{attention_tp} do not divide"
             )
+    return None
+
+
+def context_parallelism(ctx: LegalityContext, worker: WorkerConfig, role: Role) -> Rejection | None:
+    """Prefill context parallelism (`--attn-cp-size N --enable-prefill-cp --cp-strategy interleave`).
+
+    SGLang activates it for DeepSeek-Sparse-Attention models on CUDA (`is_dsa_enable_prefill_cp`; on ROCm only
+    for DeepSeek-V4), inside the TP group (`tp % (attn_dp × attn_cp) == 0`, §2.3). The planner adds two
+    limits of its own: only on P/D prefill workers — the decode path over a position-split KV cache is not
+    modelled — and without attention DP, the layout whose prefill it was measured against.
+    """
+    cp = worker.attention_cp
+    if cp == 1:
+        return None
+    if cp < 1 or worker.tp % (worker.attention_dp * cp):
+        return _reject(worker, R.CONTEXT_PARALLEL_LAYOUT, f"context parallelism {cp} does not divide TP{worker.tp}")
+    if ctx.arch.mla is None or not ctx.arch.mla.index_topk:
+        return _reject(
+            worker,
+            R.CONTEXT_PARALLEL_NEEDS_SPARSE_ATTENTION,
+            f"{ctx.arch.name} has no DeepSeek Sparse Attention; SGLang enables prefill CP only for DSA models",
+        )
+    if ctx.pool.gpu.vendor is not Vendor.NVIDIA:
+        return _reject(
+            worker, R.CONTEXT_PARALLEL_UNSUPPORTED_ON_GPU, "SGLang runs prefill CP of DSA models on CUDA GPUs only"
+        )
+    if role is not Role.PREFILL:
+        return _reject(
+            worker,
+            R.CONTEXT_PARALLEL_PREFILL_ONLY,
+            "prefill context parallelism is planned on P/D prefill workers only",
+        )
+    if worker.attention_dp > 1 or worker.pp > 1:
+        return _reject(
+            worker, R.CONTEXT_PARALLEL_LAYOUT, "prefill context parallelism is planned without attention DP or PP"
+        )
     return None
 
 
@@ -292,6 +332,7 @@ WORKER_RULES: tuple[WorkerRule, ...] = (
     search_limits,
     node_layout,
     attention_split,
+    context_parallelism,
     expert_layout,
     ffn_split,
     number_formats,

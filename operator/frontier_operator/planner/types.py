@@ -99,6 +99,7 @@ class SearchSpace:
     max_tp: int | None = None
     max_ep: int | None = None
     attention_dp: bool = True
+    prefill_context_parallel: bool = True
     multi_node: bool = True
     # Separate EAGLE-3 draft checkpoint; MTP (NEXTN) needs none, its layers ship in the target checkpoint.
     eagle3_draft_model: str | None = None
@@ -159,6 +160,7 @@ class RejectionReason(StrEnum):
     TP_ABOVE_LIMIT = "tp-above-limit"
     EP_ABOVE_LIMIT = "ep-above-limit"
     ATTENTION_DP_NOT_ALLOWED = "attention-dp-not-allowed"
+    CONTEXT_PARALLEL_NOT_ALLOWED = "context-parallel-not-allowed"
     MULTI_NODE_NOT_ALLOWED = "multi-node-not-allowed"
     NO_POOL = "no-pool"
     # Shapes SGLang or the model's weights cannot be split into.
@@ -173,6 +175,10 @@ class RejectionReason(StrEnum):
     EXPERTS_NOT_DIVISIBLE = "experts-not-divisible"
     A2A_NEEDS_EP_EQUAL_TP = "a2a-needs-ep-equal-tp"
     A2A_UNSUPPORTED_ON_GPU = "a2a-unsupported-on-gpu"
+    CONTEXT_PARALLEL_LAYOUT = "context-parallel-layout"
+    CONTEXT_PARALLEL_NEEDS_SPARSE_ATTENTION = "context-parallel-needs-sparse-attention"
+    CONTEXT_PARALLEL_PREFILL_ONLY = "context-parallel-prefill-only"
+    CONTEXT_PARALLEL_UNSUPPORTED_ON_GPU = "context-parallel-unsupported-on-gpu"
     # Multi-node layouts.
     NODES_UNEVEN = "nodes-uneven"
     MULTI_NODE_NEEDS_RDMA = "multi-node-needs-rdma"

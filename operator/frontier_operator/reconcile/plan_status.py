@@ -47,6 +47,7 @@ def _role_status(deployment: RoleDeployment) -> api.RoleStatus:
         tp=worker.tp,
         pp=worker.pp,
         attention_dp=worker.attention_dp,
+        attention_cp=worker.attention_cp,
         ep=worker.ep,
         moe_a2a_backend=worker.moe_a2a_backend.value,
         weight_format=worker.weight_format,

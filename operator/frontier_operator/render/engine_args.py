@@ -63,6 +63,9 @@ class EngineArgs:
     kv_cache_dtype: str
     pp_size: int = 1
     attn_dp_size: int = 1
+    # Prefill context parallelism; SGLang requires a split strategy with it, and DeepSeek-V3.2-style DSA
+    # models accept only `interleave` (parallel_hook), so the renderer always asks for that one.
+    attn_cp_size: int = 1
     ep_size: int = 1
     moe_a2a_backend: str | None = None
     # None: the checkpoint is already in the served format and SGLang reads it from its config (§4.1).
@@ -95,6 +98,8 @@ class EngineArgs:
             argv += ["--pp-size", str(self.pp_size)]
         if self.attn_dp_size > 1:
             argv += ["--attn-dp-size", str(self.attn_dp_size)]
+        if self.attn_cp_size > 1:
+            argv += ["--attn-cp-size", str(self.attn_cp_size), "--enable-prefill-cp", "--cp-strategy", "interleave"]
         if self.ep_size > 1:
             argv += ["--ep-size", str(self.ep_size)]
         if self.moe_a2a_backend is not None:
@@ -173,6 +178,9 @@ OWNED_FLAGS: frozenset[str] = _aliases(
     "--dp-size",
     "--attn-dp-size",
     "--enable-dp-attention",
+    "--attn-cp-size",
+    "--enable-prefill-cp",
+    "--cp-strategy",
     "--ep-size",
     "--moe-a2a-backend",
     "--max-running-requests",

@@ -274,6 +274,7 @@ def _engine_args(
         tp_size=worker.tp,
         pp_size=worker.pp,
         attn_dp_size=worker.attention_dp,
+        attn_cp_size=worker.attention_cp,
         ep_size=worker.ep,
         moe_a2a_backend=None if worker.moe_a2a_backend is MoeA2ABackend.NONE else worker.moe_a2a_backend.value,
         max_running_requests=worker.max_running_requests,
@@ -307,6 +308,11 @@ def _check_parallelism(worker: WorkerConfig) -> None:
     problems = []
     if worker.tp % worker.attention_dp:
         problems.append(f"attention DP {worker.attention_dp} does not divide TP {worker.tp}")
+    if worker.tp % (worker.attention_dp * worker.attention_cp):
+        problems.append(
+            f"attention DP {worker.attention_dp} × context parallelism {worker.attention_cp} does not divide "
+            f"TP {worker.tp}"
+        )
     if worker.ep > 1 and worker.tp % worker.ep:
         problems.append(f"EP {worker.ep} does not divide TP {worker.tp}")
     if worker.speculative is not None and worker.pp > 1:

@@ -70,10 +70,12 @@ class RoleLayout:
     pp: int
     attention_dp: int
     ep: int
+    # The silicon CSV has no context-parallel rows: a CP worker never matches a measured one.
+    attention_cp: int = 1
 
     @staticmethod
     def of(role: Role, worker: WorkerConfig) -> RoleLayout:
-        return RoleLayout(role.value, worker.tp, worker.pp, worker.attention_dp, worker.ep)
+        return RoleLayout(role.value, worker.tp, worker.pp, worker.attention_dp, worker.ep, worker.attention_cp)
 
     def describe(self) -> str:
         parts = [f"TP{self.tp}"]
@@ -83,6 +85,8 @@ class RoleLayout:
             parts.append(f"DP{self.attention_dp}")
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
+        if self.attention_cp > 1:
+            parts.append(f"CP{self.attention_cp}")
         return " ".join(parts)
 
 

@@ -117,7 +117,16 @@ class HiddenFactors:
 
 def hidden_factors(perturbation: Perturbation, worker: WorkerConfig, role: Role, kind: str) -> HiddenFactors:
     seed = perturbation.seed
-    layout = (worker.gpu, worker.tp, worker.pp, worker.attention_dp, worker.ep, worker.moe_a2a_backend.value)
+    layout: tuple[str | int, ...] = (
+        worker.gpu,
+        worker.tp,
+        worker.pp,
+        worker.attention_dp,
+        worker.ep,
+        worker.moe_a2a_backend.value,
+    )
+    if worker.attention_cp > 1:  # appended only then, so the factors of every other layout stay as they were
+        layout += (f"cp{worker.attention_cp}",)
     gpu = lognormal_factor(seed, perturbation.gpu_sigma, "gpu", worker.gpu)
     fmt = lognormal_factor(seed, perturbation.format_sigma, "format", worker.gpu, worker.weight_format)
     lay = lognormal_factor(seed, perturbation.layout_sigma, "layout", *layout)

@@ -187,9 +187,15 @@ def _unit_points(
 ) -> list[SweepPoint]:
     key = unit_key(candidate.config)
     unit = measured_unit(candidate.config)
-    level = operating_level(candidate, settings)
+    level = _measurable_level(candidate, unit, request, predictor, settings)
     load = unit_load(candidate.config, candidate.prediction)
-    wanted = [(level, unit, reason, f"{why}; operating load ≈ {load:.3g} in flight per unit → level {level}")]
+    detail = f"{why}; operating load ≈ {load:.3g} in flight per unit → level {level}"
+    if level != operating_level(candidate, settings):
+        detail += (
+            " (the benchmark's prompts share no prefix, so without the target's cache hits the unit saturates "
+            "below its operating level: measured at the highest level it holds)"
+        )
+    wanted = [(level, unit, reason, detail)]
     if with_knee and candidate.knee is not None:
         wanted = _knee_points(candidate, unit, level, settings) + wanted
     points = []
@@ -209,6 +215,20 @@ def _unit_points(
         if point is not None:
             points.append(point)
     return points
+
+
+def _measurable_level(
+    candidate: Evaluated, unit: ServingConfig, request: PlanRequest, predictor: Predictor, settings: SweepSettings
+) -> int:
+    """The operating level, or the highest level below it that the benchmark can hold in flight."""
+    level = operating_level(candidate, settings)
+    for lower in sorted((lv for lv in settings.levels if lv <= level), reverse=True):
+        found = predict_at_concurrency(
+            predictor, request.arch, pool=candidate.pool, unit=unit, workload=request.workload, concurrency=lower
+        )
+        if found is not None:
+            return lower
+    return level
 
 
 def _knee_points(

@@ -23,6 +23,9 @@ from frontier_operator.sweep.units import decode_workers_per_unit, unit_load, wi
 # Relative tolerance on the unit's mean load, and the bisection's step limit.
 _LOAD_TOLERANCE = 0.02
 _MAX_STEPS = 40
+# A rate this close to the unit's capacity is its edge: the open-loop queue there is the model's blow-up,
+# not anything a closed-loop client (which never queues more than its concurrency) can see.
+_CAPACITY_EDGE = 0.98
 # The benchmark's traffic kind (random token ids: speculative drafts are accepted as rarely as on random text).
 BENCHMARK_KIND = "random"
 
@@ -80,7 +83,8 @@ def predict_at_concurrency(
     if found is None:
         return None
     rate, prediction = found
-    if abs(unit_load(unit, prediction) - concurrency) > 0.25 * concurrency:
+    load = unit_load(unit, prediction)
+    if abs(load - concurrency) > 0.25 * concurrency or (load < concurrency and rate >= _CAPACITY_EDGE * capacity):
         return None
     return PointPrediction(
         ttft_p50_s=prediction.ttft.p50,

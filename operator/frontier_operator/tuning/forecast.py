@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.types import MemoryFit, Percentiles, Prediction, Role, ServingConfig, WorkerConfig, Workload
-from frontier_operator.planner.choose import safety_margin
+from frontier_operator.planner.choose import slo_margin
 from frontier_operator.planner.types import GpuPool, Predictor, SloBound
 from frontier_operator.tuning.calibration import LatencyMetric
 from frontier_operator.tuning.predictor import CalibratedPredictor
@@ -34,15 +34,12 @@ class Forecaster:
         except UnpredictableConfig:
             return None
 
-    def margin(self, prediction: Prediction) -> float:
-        return safety_margin(prediction.uncertainty, self.confidence)
-
     def meets(self, prediction: Prediction, slos: Sequence[SloBound], band: float = 0.0) -> bool:
-        """Every bound predicted under its limit less the safety margin, and `band` (relative) below that."""
-        margin = self.margin(prediction)
+        """Every bound predicted under its limit less its metric's safety margin (the planner's, so a step the
+        planner would accept is accepted here too), and `band` (relative) below that."""
         return all(
             math.isfinite(value := bound.predicted(prediction))
-            and value <= bound.limit_s * (1.0 - band) / (1.0 + margin)
+            and value <= bound.limit_s * (1.0 - band) / (1.0 + slo_margin(prediction, bound, self.confidence))
             for bound in slos
         )
 
