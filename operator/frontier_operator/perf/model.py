@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from statistics import NormalDist
+from typing import TypeVar
 
 from frontier_operator.catalog.data_files import load_data_file
 from frontier_operator.catalog.types import GpuSpec, ModelArch
@@ -139,6 +140,24 @@ class _Memo:
     token: dict[tuple[int, Speculative | None, float, float, str], tuple[Hardware, float]] = field(default_factory=dict)
 
 
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+def _memoised(
+    memo: dict[_Key, tuple[Hardware, _Value]], key: _Key, hw: Hardware, compute: Callable[[], _Value]
+) -> _Value:
+    """`compute()` once per key; the key holds `id(hw)`, so the entry keeps `hw` and is checked against it."""
+    found = memo.get(key)
+    if found is not None and found[0] is hw:
+        return found[1]
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    value = compute()
+    memo[key] = (hw, value)
+    return value
+
+
 @dataclass(frozen=True)
 class PerformanceModel:
     calibration: Calibration
@@ -148,28 +167,14 @@ class PerformanceModel:
     def _prefill_cost(
         self, hw: Hardware, new_tokens: float, prefix_tokens: float, chunk: int, waiting: float
     ) -> PrefillCost:
-        memo = self._memo.prefill
         key = (id(hw), new_tokens, prefix_tokens, chunk, waiting)
-        found = memo.get(key)
-        if found is not None and found[0] is hw:
-            return found[1]
-        if len(memo) >= _MEMO_LIMIT:
-            memo.clear()
-        cost = prefill_cost(hw, new_tokens, prefix_tokens, chunk, waiting)
-        memo[key] = (hw, cost)
-        return cost
+        return _memoised(
+            self._memo.prefill, key, hw, lambda: prefill_cost(hw, new_tokens, prefix_tokens, chunk, waiting)
+        )
 
     def _token_seconds(self, hw: Hardware, worker: WorkerConfig, batch: float, context: float, kind: str) -> float:
-        memo = self._memo.token
         key = (id(hw), worker.speculative, batch, context, kind)
-        found = memo.get(key)
-        if found is not None and found[0] is hw:
-            return found[1]
-        if len(memo) >= _MEMO_LIMIT:
-            memo.clear()
-        seconds = _token_seconds(hw, worker, batch, context, kind)
-        memo[key] = (hw, seconds)
-        return seconds
+        return _memoised(self._memo.token, key, hw, lambda: _token_seconds(hw, worker, batch, context, kind))
 
     @staticmethod
     def default() -> PerformanceModel:
