@@ -145,9 +145,9 @@ def context_parallelism(ctx: LegalityContext, worker: WorkerConfig, role: Role) 
     """Prefill context parallelism (`--attn-cp-size N --enable-prefill-cp --cp-strategy interleave`).
 
     SGLang activates it for DeepSeek-Sparse-Attention models on CUDA (`is_dsa_enable_prefill_cp`; on ROCm only
-    for DeepSeek-V4), inside the TP group (`tp % (attn_dp × attn_cp) == 0`, §2.3). The planner adds two
-    limits of its own: only on P/D prefill workers — the decode path over a position-split KV cache is not
-    modelled — and without attention DP, the layout whose prefill it was measured against.
+    for DeepSeek-V4), inside the TP group (`tp % (attn_dp × attn_cp) == 0`, §2.3). The planner adds limits of
+    its own, where the performance model does not describe the combination: only on P/D prefill workers (the
+    decode path over a position-split KV cache is not modelled), and without attention DP or PP.
     """
     cp = worker.attention_cp
     if cp == 1:

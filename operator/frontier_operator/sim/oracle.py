@@ -34,6 +34,10 @@ from frontier_operator.tuning.observation import GroupObservation, Observation, 
 _CAPACITY_OPTIMISM = 1.3
 # A fleet must finish this share of what arrived while it was measured (below: it is falling behind).
 SERVED_FRACTION = 0.95
+# The share of windows in which every SLO must hold: the closed loop's own goal (≥ 95 % of windows after
+# settling). Demanding every window instead makes the oracle's verdict on a fleet near its limit a coin toss
+# — one p99 of a heavy-tailed window over by a few percent fails it — and the yardstick then over-provisions.
+WINDOW_GOAL = 0.95
 
 
 def cost_per_mtok(config: ServingConfig, workload: Workload, price_per_gpu_hour: Mapping[str, float] | float) -> float:
@@ -91,6 +95,11 @@ class OracleResult:
         return None if self.best is None else self.best.cost_per_mtok
 
 
+def allowed_misses(windows: int, window_goal: float) -> int:
+    """Windows that may miss an SLO while `window_goal` of `windows` still meet every one."""
+    return math.floor((1.0 - window_goal) * windows + 1e-9)
+
+
 def check_config(
     truth: Truth,
     config: ServingConfig,
@@ -102,8 +111,10 @@ def check_config(
     measure_s: float = 1200.0,
     window_s: float = 300.0,
     seed: int = 0,
+    window_goal: float = WINDOW_GOAL,
 ) -> tuple[bool, str]:
-    """(met, reason): simulate `config` and require every window to meet every SLO and the fleet to keep up."""
+    """(met, reason): simulate `config`; every SLO must hold in at least `window_goal` of the windows (a
+    measurement of fewer than 1 / (1 − goal) windows therefore allows no miss) and the fleet must keep up."""
     try:
         fleet = FleetSimulation(truth, config, workload, traffic=traffic, seed=seed)
     except Unavailable as error:
@@ -111,16 +122,22 @@ def check_config(
     fleet.advance(warmup_s)
     arrived, completed = fleet.arrived, fleet.completed
     windows = max(1, round(measure_s / window_s))
+    allowed = allowed_misses(windows, window_goal)
+    misses: list[str] = []
     for index in range(windows):
         start = fleet.now
         fleet.advance(window_s)
         missed = slo_violations(client_group(observe_window(fleet, start, fleet.now)), slos)
         if missed:
-            return False, f"window {index + 1}/{windows}: {'; '.join(missed)}"
+            misses.append(f"window {index + 1}/{windows}: {'; '.join(missed)}")
+            if len(misses) > allowed:
+                return False, "; ".join(misses)
     offered = fleet.arrived - arrived
     served = fleet.completed - completed
     if offered > 0 and served < SERVED_FRACTION * offered:
         return False, f"falls behind: served {served} of {offered} requests"
+    if misses:
+        return True, f"every SLO met in {windows - len(misses)} of {windows} windows of {window_s:.0f} s ({misses[0]})"
     return True, f"every SLO met in {windows} windows of {window_s:.0f} s"
 
 
