@@ -508,6 +508,9 @@ def oracle_candidates(setup: Setup, limit: int = ORACLE_LAYOUTS) -> list[Serving
 # Twenty five-minute windows: enough for the ≥ 95 %-of-windows goal to forgive one noisy window
 # (`oracle.WINDOW_GOAL`), as the loop is forgiven one in its SLO-met fraction.
 ORACLE_MEASURE_S = 6000.0
+# Fleets simulated before the oracle gives up. A P/D target (GLM-5: 8 layouts, each grown by prefill and
+# decode replicas separately) needed 31–50; most of them fail within their first windows.
+ORACLE_SIMULATIONS = 100
 
 
 def compute_oracle(
@@ -515,7 +518,7 @@ def compute_oracle(
     *,
     seed: int,
     measure_s: float = ORACLE_MEASURE_S,
-    max_simulations: int = 40,
+    max_simulations: int = ORACLE_SIMULATIONS,
     layouts: int = ORACLE_LAYOUTS,
 ) -> OracleResult:
     pool_budget = max(p.max_gpus for p in setup.request.pools)

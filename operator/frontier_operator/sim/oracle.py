@@ -20,9 +20,10 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from frontier_operator.perf.types import Role, ServingConfig, Workload
-from frontier_operator.planner.types import PER_TOKEN_METRICS, SloBound
+from frontier_operator.planner.types import PER_TOKEN_METRICS, SloBound, SloMetric
 from frontier_operator.sim.changes import with_replicas
 from frontier_operator.sim.fleet import FleetSimulation
 from frontier_operator.sim.observe import observe_window
@@ -58,18 +59,32 @@ def client_group(observation: Observation, variant: Variant = Variant.STABLE) ->
 
 def slo_violations(group: GroupObservation | None, slos: Sequence[SloBound]) -> list[str]:
     """Every SLO `group` misses, in words; no data counts as a miss (an SLO cannot be shown met without data)."""
+    return [text for _bound, text in _missed_bounds(group, slos)]
+
+
+def _missed_bounds(group: GroupObservation | None, slos: Sequence[SloBound]) -> list[tuple[SloBound | None, str]]:
+    """Each missed bound with its words (None: no data at all, which misses every bound)."""
     if group is None:
-        return ["no data"]
-    missed = []
+        return [(None, "no data")]
+    missed: list[tuple[SloBound | None, str]] = []
     for bound in slos:
         values = getattr(group, bound.metric.value)
         if values is None:
-            missed.append(f"{bound.label}: no data")
+            missed.append((bound, f"{bound.label}: no data"))
             continue
         value = values.at(bound.percentile)
         if value > bound.limit_s:
-            missed.append(f"{bound.label} {value * 1e3:.0f} ms > {bound.limit_s * 1e3:.0f} ms")
+            missed.append((bound, f"{bound.label} {value * 1e3:.0f} ms > {bound.limit_s * 1e3:.0f} ms"))
     return missed
+
+
+class Verdict(NamedTuple):
+    """What simulating one fleet showed: met or not, why, and the metrics of the windows that missed
+    (empty when the fleet failed otherwise — unavailable, falling behind, no data)."""
+
+    met: bool
+    reason: str
+    missed_metrics: frozenset[SloMetric] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -112,33 +127,39 @@ def check_config(
     window_s: float = 300.0,
     seed: int = 0,
     window_goal: float = WINDOW_GOAL,
-) -> tuple[bool, str]:
+) -> Verdict:
     """(met, reason): simulate `config`; every SLO must hold in at least `window_goal` of the windows (a
     measurement of fewer than 1 / (1 − goal) windows therefore allows no miss) and the fleet must keep up."""
     try:
         fleet = FleetSimulation(truth, config, workload, traffic=traffic, seed=seed)
     except Unavailable as error:
-        return False, f"unavailable: {error.reason}"
+        return Verdict(False, f"unavailable: {error.reason}")
     fleet.advance(warmup_s)
     arrived, completed = fleet.arrived, fleet.completed
     windows = max(1, round(measure_s / window_s))
     allowed = allowed_misses(windows, window_goal)
     misses: list[str] = []
+    metrics: set[SloMetric] = set()
     for index in range(windows):
         start = fleet.now
         fleet.advance(window_s)
-        missed = slo_violations(client_group(observe_window(fleet, start, fleet.now)), slos)
+        missed = _missed_bounds(client_group(observe_window(fleet, start, fleet.now)), slos)
         if missed:
-            misses.append(f"window {index + 1}/{windows}: {'; '.join(missed)}")
+            misses.append(f"window {index + 1}/{windows}: {'; '.join(text for _, text in missed)}")
+            if any(bound is None for bound, _ in missed):
+                return Verdict(False, "; ".join(misses))
+            metrics.update(bound.metric for bound, _ in missed if bound is not None)
             if len(misses) > allowed:
-                return False, "; ".join(misses)
+                return Verdict(False, "; ".join(misses), frozenset(metrics))
     offered = fleet.arrived - arrived
     served = fleet.completed - completed
     if offered > 0 and served < SERVED_FRACTION * offered:
-        return False, f"falls behind: served {served} of {offered} requests"
+        return Verdict(False, f"falls behind: served {served} of {offered} requests")
     if misses:
-        return True, f"every SLO met in {windows - len(misses)} of {windows} windows of {window_s:.0f} s ({misses[0]})"
-    return True, f"every SLO met in {windows} windows of {window_s:.0f} s"
+        return Verdict(
+            True, f"every SLO met in {windows - len(misses)} of {windows} windows of {window_s:.0f} s ({misses[0]})"
+        )
+    return Verdict(True, f"every SLO met in {windows} windows of {window_s:.0f} s")
 
 
 def _entry_and_main(config: ServingConfig) -> tuple[Role, Role]:
@@ -280,7 +301,7 @@ def find_oracle(
             return OracleResult(best=None, checks=tuple(checks), exhausted=True)
         sized = _sized(layouts[layout], sizes)
         simulations += 1
-        met, reason = check_config(
+        met, reason, missed = check_config(
             truth,
             sized,
             workload,
@@ -299,7 +320,13 @@ def find_oracle(
             continue
         if len(sizes) == 1:
             push(layout, (sizes[0] + 1,))
-        else:
+            continue
+        # P/D: grow the role whose work set the missed latency — TTFT is the prefill's, the per-token metrics
+        # the decode's, end-to-end both's; both when the verdict does not say (falling behind, no data).
+        grow_prefill = not missed or bool(missed & {SloMetric.TTFT, SloMetric.E2E})
+        grow_decode = not missed or bool(missed & (PER_TOKEN_METRICS | {SloMetric.E2E}))
+        if grow_prefill:
             push(layout, (sizes[0] + 1, sizes[1]))
+        if grow_decode:
             push(layout, (sizes[0], sizes[1] + 1))
     return OracleResult(best=None, checks=tuple(checks), exhausted=False)
