@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from frontier_operator.catalog.quantization import execution_mode
 from frontier_operator.perf.types import Role, WorkerConfig
-from frontier_operator.planner.choose import objective_key
+from frontier_operator.planner.choose import objective_key, worst_ratio
 from frontier_operator.planner.describe import describe_config, describe_layout, describe_speculative, describe_worker
 from frontier_operator.planner.types import (
     BatchKnee,
@@ -200,18 +200,16 @@ def _why_infeasible(group: Sequence[Evaluated]) -> str:
     if not within:
         fewest = min(group, key=lambda c: c.config.total_gpus)
         return f"needs {fewest.config.total_gpus} GPUs, more than the pool allows"
-    misses: Counter[str] = Counter()
-    best_value: dict[str, float] = {}
-    for candidate in within:
-        for check in candidate.checks:
-            if not check.met:
-                misses[check.bound.label] += 1
-                best_value[check.bound.label] = min(
-                    best_value.get(check.bound.label, check.predicted_s), check.predicted_s
-                )
-    if misses:
-        label, _ = misses.most_common(1)[0]
-        return f"no configuration meets {label} within the budget (best {ms(best_value[label])})"
+    # The fleet closest to meeting every SLO says what is missing; the commonest miss across all of them
+    # could name a bound the best fleets meet (P/D fleets of Qwen3-32B mostly miss TPOT, the closest TTFT).
+    closest = min(within, key=lambda c: worst_ratio(c.checks))
+    missed = [check for check in closest.checks if not check.met]
+    if missed:
+        what = ", ".join(
+            f"{check.bound.label} ({ms(check.predicted_s)} against {ms(check.required_s)} with the margin)"
+            for check in missed
+        )
+        return f"no configuration meets every SLO within the budget; the closest misses {what}"
     return "cannot sustain the request rate within the budget"
 
 
