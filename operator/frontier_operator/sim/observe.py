@@ -95,6 +95,7 @@ def _group_observation(
         cache_hit_rate=cached / (new + cached) if new + cached > 0 else None,
         spec_accept_length=accepted / steps if steps > 0 else None,
         samples=len(completions),
+        pods=sum(g.pods for g in gauges) / len(gauges) if gauges else None,
     )
 
 

@@ -42,6 +42,8 @@ class CanaryMotive(StrEnum):
     CHEAPER = "cheaper"
     EXPLORATION = "exploration"
     IMAGE = "image"
+    # The SLO is violated and no in-place step within the GPU budget is projected to clear it.
+    REMEDY = "remedy"
 
 
 class RollbackCause(StrEnum):

@@ -21,6 +21,23 @@ plan assumed by more than a threshold — and by more than twice the measurement
 a row, the state reports `ModelDrift` and the decision layer re-plans with the corrected model. `rebase`
 records the correction the new plan uses, which clears the drift.
 
+**Capacity.** Latency says nothing about a role that serves at its limit: its queue, not its service, sets
+TTFT, and the window is off the model by far more than `MAX_PLAUSIBLE_FACTOR`. But then the role's completion
+rate *is* its capacity. For each role and parallel layout (`CapacityEstimate`) the state holds a log
+service-time factor `k` — the model's capacity for that role divided by `exp(k)` is what it really serves —
+learnt from two kinds of window: one where the role is saturated (more requests queued than running: the rate
+it served is its capacity; Kalman-filtered like the latencies, from a wide prior), and one where it served
+more than the corrected capacity allows (the rate it served is a floor of its capacity, so a `k` above it is
+lowered to it). Any other window says nothing about capacity, nor does one in which pods of a retired revision
+still drain their queue. A capacity factor is specific to the parallel layout it was measured on
+(`structure.layout_key`, whatever the formats and caps): the part of a model error every configuration shares
+(kernel speed) is what the latency corrections carry, while a layout that serves several times less than
+modelled does so by how it schedules work (Kimi-K2.5's attention-DP prefill on the perturbed truth: 5.4× under
+the model, while a TP8 prefill of the same weights served more than modelled). A factor that moved past the
+drift threshold (and twice its own standard deviation) from the one the plan in force was made with is a
+`CapacityDrift`: a saturated window is not noise (the queue it shows took minutes to build), so one window
+suffices.
+
 **Other configurations.** A model's error is partly shared by every configuration on this cluster
 (kernels, framework overhead) and partly specific to one layout. With the two parts of equal prior
 variance, observing one configuration moves the others by half the correction (`SHARED_ERROR_SHARE`), and
@@ -31,6 +48,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -38,8 +56,8 @@ from frontier_operator.perf.types import Percentiles, Prediction, Role, ServingC
 from frontier_operator.planner.types import SloMetric
 from frontier_operator.tuning.observation import Observation, Variant
 from frontier_operator.tuning.slo import latency_group
-from frontier_operator.tuning.structure import latency_role, structure_key, worker_key
-from frontier_operator.tuning.workload import WorkloadEstimate, update_workload
+from frontier_operator.tuning.structure import latency_role, layout_key, structure_key, worker_key
+from frontier_operator.tuning.workload import WorkloadEstimate, role_saturated, update_workload
 
 # SGLang 0.5.23's default histogram buckets, seconds (sglang-0.5.23.md §7.3).
 TTFT_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
@@ -58,6 +76,11 @@ SHARED_ERROR_SHARE = 0.5
 MAX_PLAUSIBLE_FACTOR = 3.0
 # Prior standard deviation (log space) when the prediction reports no uncertainty of its own.
 DEFAULT_PRIOR_SIGMA = 0.25
+# Prior standard deviation (log space) of a role's capacity factor: a factor e either way at one sigma. A layout
+# can serve several times less than modelled (scheduling the model does not describe: Kimi-K2.5's attention-DP
+# prefill on the perturbed truth served 5.4× less), and one saturated window — a count of thousands of
+# completions — must be able to say so; the latencies' prior (the model's ±10–25 %) would hold it to a third.
+CAPACITY_PRIOR_SIGMA = 1.0
 
 
 class LatencyMetric(StrEnum):
@@ -147,8 +170,53 @@ class ModelDrift:
 
 
 @dataclass(frozen=True)
+class CapacityEstimate:
+    """The log service-time factor of one role's layout: the model's capacity ÷ exp(`log_factor`) is the real one."""
+
+    role: Role
+    # `structure.layout_key` of the workers it was measured on.
+    layout: str
+    log_factor: float
+    variance: float
+    prior_variance: float
+    # The factor the plan in force was made with (drift is measured against it).
+    planned_log_factor: float
+    windows: int = 0
+    # The last window departed from the plan's factor by more than the drift threshold and its noise.
+    drifting: bool = False
+    # Last window: the requests per second the role served, and the raw model's capacity for it.
+    last_served_per_s: float | None = None
+    last_modelled_per_s: float | None = None
+
+    @property
+    def factor(self) -> float:
+        return math.exp(self.log_factor)
+
+
+@dataclass(frozen=True)
+class CapacityDrift:
+    """A role's measured capacity departs from the one the plan in force assumed."""
+
+    role: Role
+    layout: str
+    served_per_s: float
+    planned_per_s: float
+    corrected_factor: float
+
+    @property
+    def message(self) -> str:
+        change = self.served_per_s / self.planned_per_s - 1.0 if self.planned_per_s > 0 else math.inf
+        return (
+            f"{self.role.value} capacity {self.served_per_s:.3g} requests/s measured vs {self.planned_per_s:.3g} "
+            f"planned ({change:+.0%}); corrected service-time factor ×{self.corrected_factor:.3g}"
+        )
+
+
+@dataclass(frozen=True)
 class CalibrationState:
     estimates: tuple[Estimate, ...] = ()
+    # Capacity (service-time) factors per role and parallel layout, from saturated windows.
+    capacities: tuple[CapacityEstimate, ...] = ()
     workload: WorkloadEstimate = field(default_factory=WorkloadEstimate)
     # Structure key (`structure.structure_key`, no pool) of the configuration the estimates were observed
     # on, and the keys of its workers (`structure.worker_key`).
@@ -162,6 +230,19 @@ class CalibrationState:
 
     def estimate(self, role: Role, metric: LatencyMetric) -> Estimate | None:
         return next((e for e in self.estimates if e.role is role and e.metric is metric), None)
+
+    def capacity(self, role: Role, layout: str) -> CapacityEstimate | None:
+        return next((c for c in self.capacities if c.role is role and c.layout == layout), None)
+
+    @property
+    def capacity_drift(self) -> tuple[CapacityDrift, ...]:
+        drifts = []
+        for c in self.capacities:
+            if not c.drifting or c.last_served_per_s is None or not c.last_modelled_per_s:
+                continue
+            planned = c.last_modelled_per_s / math.exp(c.planned_log_factor)
+            drifts.append(CapacityDrift(c.role, c.layout, c.last_served_per_s, planned, c.factor))
+        return tuple(drifts)
 
     def of_metric(self, metric: LatencyMetric) -> Estimate | None:
         """The estimate of `metric` whatever its role (one per metric is kept for the reference config)."""
@@ -317,11 +398,14 @@ def update_calibration(
     now: float,
     *,
     variant: Variant = Variant.STABLE,
+    role_capacities: Mapping[Role, float] | None = None,
 ) -> CalibrationState:
     """Fold one window of `variant`'s pods into the state.
 
     `prediction` is the raw model's for `config` at the workload those pods served in the window
     (`workload.variant_workload`); no observation, or too few requests, leaves the estimates as they were.
+    `role_capacities` is the raw model's capacity (requests/s) of each role of the stable fleet
+    (`predictor.role_capacities`); without it, capacity is not learnt.
     """
     if observation is None:
         return state
@@ -361,7 +445,122 @@ def update_calibration(
         role = latency_role(config, is_ttft)
         current = estimates.get((role, metric)) or initial_estimate(role, metric, prediction.uncertainty)
         estimates[(role, metric)] = filtered(current, measurement, settings, observation.window_start)
-    return replace(state, estimates=tuple(estimates.values()), updated_at=now)
+    state = replace(state, estimates=tuple(estimates.values()), updated_at=now)
+    if variant is Variant.STABLE and role_capacities is not None:
+        state = _learn_capacities(
+            state,
+            observation=observation,
+            config=config,
+            role_capacities=role_capacities,
+            staleness=window / fresh,
+        )
+    return state
+
+
+# -------------------------------------------------------------------------------------------- capacity
+
+
+def default_capacity_log_factor(state: CalibrationState, role: Role) -> float:
+    """The service-time factor a role has before any capacity window: the decode step's correction for the
+    roles that decode (a slower step serves fewer requests, `predictor.CalibratedPredictor`), none for prefill."""
+    if role is Role.PREFILL:
+        return 0.0
+    estimate = state.of_metric(LatencyMetric.TPOT)
+    return estimate.log_factor if estimate is not None else 0.0
+
+
+def measure_capacity(
+    served_per_s: float, modelled_per_s: float, samples: int, settings: CalibrationSettings
+) -> Measurement | None:
+    """`log(modelled / served)` of one window with its noise: the Poisson error of the count, plus jitter."""
+    if samples < settings.min_samples or not (served_per_s > 0 and modelled_per_s > 0):
+        return None
+    if not (math.isfinite(served_per_s) and math.isfinite(modelled_per_s)):
+        return None
+    noise = settings.jitter**2 + 1.0 / samples
+    return Measurement(math.log(modelled_per_s / served_per_s), noise, served_per_s, modelled_per_s, samples)
+
+
+def _learn_capacities(
+    state: CalibrationState,
+    *,
+    observation: Observation,
+    config: ServingConfig,
+    role_capacities: Mapping[Role, float],
+    staleness: float,
+) -> CalibrationState:
+    settings = state.settings
+    capacities = {(c.role, c.layout): c for c in state.capacities}
+    for deployment in config.roles:
+        role = deployment.role
+        group = observation.group(role, Variant.STABLE)
+        modelled = role_capacities.get(role)
+        if group is None or group.request_rate_per_s is None or modelled is None:
+            continue
+        if group.pods is not None and group.pods > deployment.replicas:
+            # Pods of a retired revision drain what they queued: neither their queue nor their completions are
+            # this fleet's (Kimi-K2.5 after a promotion: old prefill pods held 40 000 requests for an hour).
+            continue
+        measurement = measure_capacity(group.request_rate_per_s, modelled, group.samples, settings)
+        if measurement is None:
+            continue
+        key = (role, layout_key(deployment.worker))
+        current = capacities.get(key)
+        if current is None:
+            start = default_capacity_log_factor(state, role)
+            current = CapacityEstimate(role, key[1], start, CAPACITY_PRIOR_SIGMA**2, CAPACITY_PRIOR_SIGMA**2, start)
+        measurement = replace(measurement, noise_variance=measurement.noise_variance * staleness)
+        if role_saturated(group, observation.window_end - observation.window_start):
+            capacities[key] = filtered_capacity(current, measurement, settings)
+        elif measurement.log_ratio < current.log_factor:
+            # A role that is not saturated served what was offered: a floor of its capacity, which says
+            # something only when it is above the capacity the factor allows — and then it is a fact, not a
+            # noisy reading: the factor drops to what the served rate allows.
+            capacities[key] = floored_capacity(current, measurement, settings)
+    return replace(state, capacities=tuple(capacities.values()))
+
+
+def _capacity_drifting(log_factor: float, variance: float, planned: float, settings: CalibrationSettings) -> bool:
+    # Drift is the estimate's departure from the plan's, not one window's: a re-plan rebases on the estimate,
+    # and a window that departs from the estimate moves it only by the gain.
+    departure = log_factor - planned
+    return abs(math.expm1(departure)) > settings.drift_threshold and abs(departure) > 2.0 * math.sqrt(variance)
+
+
+def floored_capacity(
+    estimate: CapacityEstimate, measurement: Measurement, settings: CalibrationSettings
+) -> CapacityEstimate:
+    """The estimate lowered to the largest factor under which the role could have served what it did."""
+    log_factor = min(estimate.log_factor, measurement.log_ratio)
+    return _moved(estimate, measurement, settings, log_factor, max(estimate.variance, measurement.noise_variance))
+
+
+def filtered_capacity(
+    estimate: CapacityEstimate, measurement: Measurement, settings: CalibrationSettings
+) -> CapacityEstimate:
+    """The estimate moved toward a saturated window's measurement by the Kalman gain."""
+    prior_variance = estimate.variance + settings.process_noise**2
+    gain = prior_variance / (prior_variance + measurement.noise_variance)
+    log_factor = estimate.log_factor + gain * (measurement.log_ratio - estimate.log_factor)
+    return _moved(estimate, measurement, settings, log_factor, (1.0 - gain) * prior_variance)
+
+
+def _moved(
+    estimate: CapacityEstimate,
+    measurement: Measurement,
+    settings: CalibrationSettings,
+    log_factor: float,
+    variance: float,
+) -> CapacityEstimate:
+    return replace(
+        estimate,
+        log_factor=log_factor,
+        variance=variance,
+        windows=estimate.windows + 1,
+        drifting=_capacity_drifting(log_factor, variance, estimate.planned_log_factor, settings),
+        last_served_per_s=measurement.observed_s,
+        last_modelled_per_s=measurement.predicted_s,
+    )
 
 
 def rebase(state: CalibrationState) -> CalibrationState:
@@ -369,4 +568,5 @@ def rebase(state: CalibrationState) -> CalibrationState:
     return replace(
         state,
         estimates=tuple(replace(e, planned_log_factor=e.log_factor, drifting_since=None) for e in state.estimates),
+        capacities=tuple(replace(c, planned_log_factor=c.log_factor, drifting=False) for c in state.capacities),
     )

@@ -21,8 +21,18 @@ beats the stable fleet by the margin most, unless it is simply the cheaper plan.
 exploration interval, only with room for two changes in the hourly budget, and never a configuration
 rolled back in the last day.
 
+**Remedy.** When the SLO is violated and no replica, batch-cap or P:D step within the GPU budget is projected
+to clear it (`decisions._remedy`), the cheapest fleet of the plan in force — re-planned with the corrected
+model, measured capacities included — that is predicted to meet every SLO and carry the offered traffic is
+canaried, with the traffic share the stable fleet cannot carry (at most half). Its verdict is on the SLO, not on
+cost: while the stable fleet still violates the SLO, a canary that meets it itself and whose full fleet is
+projected to do better than the stable one (more SLO bounds kept, or as many and more capacity) is promoted
+whatever it costs; one that does no better is rolled back as any other. Once the stable fleet meets the SLO
+again, a remedy canary is judged as a cheaper one.
+
 A canary is started only when its traffic share yields enough requests per window to be judged, and a
-candidate is priced at the rate it will be judged on (`_judged_workload`).
+candidate is priced at the rate it will be judged on (`_judged_workload`). While a stable role is saturated,
+the fleet's rate is taken as at least the planned one (`workload.demand`).
 """
 
 from __future__ import annotations
@@ -55,9 +65,12 @@ from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.slo import describe_standings, standings
 from frontier_operator.tuning.state import CanaryState, ChangeKind
 from frontier_operator.tuning.structure import rejection_key, same_structure, with_replicas
-from frontier_operator.tuning.workload import fleet_workload, serving_group, variant_workload
+from frontier_operator.tuning.workload import demand, fleet_workload, serving_group, variant_workload
 
 # ---------------------------------------------------------------------------------------------- start
+
+# The largest traffic share a remedy canary takes (see `_remedy_share`).
+REMEDY_MAX_SHARE = 0.5
 
 
 def canary_fleet(config: ServingConfig, share: float) -> ServingConfig:
@@ -109,7 +122,9 @@ def _rejected_recently(s: Situation, config: ServingConfig, pool: GpuPool, image
 
 
 def _fleet_workload(s: Situation) -> Workload:
-    return fleet_workload(s.observation, s.workload) or s.workload
+    served = fleet_workload(s.observation, s.workload) or s.workload
+    # `s.workload` is the stable pods' offered traffic (at least the planned rate while they are saturated).
+    return demand(served, s.workload.request_rate_per_s, s.saturated_fleet)
 
 
 @dataclass(frozen=True)
@@ -128,14 +143,16 @@ def _start(
     stable_cost: float | None,
     cost: float | None,
     why: str,
+    share: float | None = None,
 ) -> Proposal | None:
-    canary = canary_fleet(config, s.policy.canary_share)
+    share = s.policy.canary_share if share is None else share
+    canary = canary_fleet(config, share)
     if not _room_for(s, canary, pool) or not _canary_gets_data(s):
         return None
     image = s.model.image if motive is CanaryMotive.IMAGE else None
     return Proposal(
-        StartCanary(config, canary, pool.name, s.policy.canary_share, motive, cost, stable_cost, image),
-        f"{why}; canary {describe_config(canary)} on pool {pool.name} takes {s.policy.canary_share:.0%} of traffic "
+        StartCanary(config, canary, pool.name, share, motive, cost, stable_cost, image),
+        f"{why}; canary {describe_config(canary)} on pool {pool.name} takes {share:.0%} of traffic "
         f"for at least {s.policy.canary_min_duration_s / 60:.0f} min",
     )
 
@@ -225,6 +242,61 @@ def cheaper_canary(s: Situation) -> Proposal | None:
             )
             if proposal is not None:
                 return proposal
+    return None
+
+
+def _remedy_share(s: Situation, workload: Workload) -> float:
+    """The traffic share of a remedy canary: what the stable fleet cannot carry, within [the policy's, half].
+
+    Every request the stable fleet cannot serve while the canary is judged joins a queue its pods keep after
+    a promotion (Kimi-K2.5's attention-DP prefill served 9 of 40 requests/s: a 10 % canary left 27 requests/s
+    to queue for its 20 min). Sending the canary the excess stops the queue growing; more than half of the
+    traffic would make the candidate, not yet judged, the main fleet.
+    """
+    stable = s.forecaster.predict(s.config, s.pool, workload)
+    if stable is None or not workload.request_rate_per_s > 0:
+        return s.policy.canary_share
+    excess = 1.0 - stable.max_request_rate_per_s / (workload.request_rate_per_s * (1.0 + s.policy.capacity_headroom))
+    return min(max(s.policy.canary_share, excess), max(s.policy.canary_share, REMEDY_MAX_SHARE))
+
+
+def remedy_canary(s: Situation) -> Proposal | None:
+    """The cheapest fleet of the plan in force predicted to meet every SLO and carry the offered traffic, for a
+    stable fleet that violates the SLO beyond what in-place steps within the GPU budget can mend."""
+    workload = _fleet_workload(s)
+    share = _remedy_share(s, workload)
+    priced = []
+    for candidate in _neighbours(s):
+        # The pool as the spec defines it now: its budget may have changed since the plan was made.
+        pool = s.model.pool(candidate.pool.name)
+        if pool is None or candidate.config.total_gpus > pool.max_gpus:
+            continue
+        prediction = s.forecaster.predict(candidate.config, pool, workload)
+        if prediction is None or not s.forecaster.meets(prediction, s.slos):
+            continue
+        if not s.forecaster.carries(prediction, workload, s.policy.capacity_headroom):
+            continue
+        priced.append((prediction.cost_per_mtok, candidate.config, pool, prediction))
+    stable_cost = _stable_cost(s, workload)
+    for cost, config, pool, prediction in sorted(priced, key=lambda item: item[0]):
+        why = (
+            f"no in-place step within the {s.pool.max_gpus}-GPU budget of pool {s.pool.name} is projected to clear "
+            f"it; {describe_config(config)} is predicted to meet every SLO at "
+            f"{prediction.max_request_rate_per_s:.3g} requests/s of capacity for {workload.request_rate_per_s:.3g} "
+            f"(${cost:.3g}/Mtok)"
+        )
+        proposal = _start(
+            s,
+            config=config,
+            pool=pool,
+            motive=CanaryMotive.REMEDY,
+            stable_cost=stable_cost,
+            cost=cost,
+            why=why,
+            share=share,
+        )
+        if proposal is not None:
+            return proposal
     return None
 
 
@@ -405,6 +477,38 @@ def judge_canary(s: Situation, canary: CanaryState) -> Decision:
     return _verdict(s, canary, canary_standing)
 
 
+def _remedy_verdict(
+    s: Situation,
+    canary: CanaryState,
+    canary_standing: tuple[SloStanding, ...],
+    projected: Prediction,
+    stable: Prediction,
+) -> Decision:
+    """A remedy canary that meets the SLO itself, judged against the stable fleet that violates it.
+
+    It replaces a fleet that fails, so it must do better, not be proven good enough: its full fleet projected
+    to keep more SLO bounds than the stable one, or as many and more capacity — the model's capacity being what
+    was wrong about the stable fleet, and what a canary at its share shows least. Once promoted, the in-place
+    steps size it on its own windows, measured capacity included.
+    """
+    kept = sum(1 for b in s.slos if b.predicted(projected) <= b.limit_s)
+    stable_kept = sum(1 for b in s.slos if b.predicted(stable) <= b.limit_s)
+    more_capacity = projected.max_request_rate_per_s > stable.max_request_rate_per_s * (1.0 + s.policy.promote_margin)
+    capacities = (
+        f"{projected.max_request_rate_per_s:.3g} requests/s of projected capacity against the stable fleet's "
+        f"{stable.max_request_rate_per_s:.3g}"
+    )
+    if kept < stable_kept or (kept == stable_kept and not more_capacity):
+        return _rollback(s, canary, RollbackCause.SLO_BREACH, f"it does no better than the stable fleet ({capacities})")
+    return Decision(
+        PromoteCanary(canary.revision),
+        f"promote canary {canary.revision}: the stable fleet violates the SLO ({describe_standings(s.standing)}); "
+        f"the canary meets it ({describe_standings(canary_standing)}) with {capacities}",
+        s.now,
+        s.standing,
+    )
+
+
 def _metric_margin(calibration: CalibrationState, prediction: Prediction, bound: SloBound) -> float:
     """The planner's margin for `bound` at the confidence of the calibration's estimate of that bound's metric."""
     metric = LatencyMetric.TTFT if bound.metric is SloMetric.TTFT else LatencyMetric.TPOT
@@ -435,6 +539,8 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
     stable = s.forecaster.predict(s.config, s.pool, total)
     if projected is None or stable is None:
         return _rollback(s, canary, RollbackCause.NO_DATA, "its full fleet cannot be predicted")
+    if canary.motive is CanaryMotive.REMEDY and any(x.violated for x in s.standing):
+        return _remedy_verdict(s, canary, canary_standing, projected, stable)
     # The canary ran at its share of the traffic; its full fleet must meet the SLO with the planner's safety
     # margin at the confidence one window of it gives, since capacity is what a light canary shows least.
     # Each SLO's margin shrinks with the evidence on its own metric, as the planner sizes each SLO's margin

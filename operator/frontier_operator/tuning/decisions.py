@@ -11,17 +11,22 @@ table):
    is ever taken on missing or stale data;
 4. a canary in flight → its verdict (promote, roll back, or keep comparing);
 5. an SLO metric without data, or a previous step still rolling out (ready < desired) → nothing;
-6. the plan is outdated (none yet, model drift, workload shift — not while a role is saturated, when the
-   observed rate is its capacity) → re-plan with the corrected model (status only, so cooldown and budget
-   do not hold it back);
+6. the plan is outdated (none yet, model drift — latency or measured capacity —, workload shift — not
+   while a role is saturated, when the observed rate is its capacity) → re-plan with the corrected model
+   for no less than the planned rate while a role is saturated (status only, so cooldown and budget do
+   not hold it back);
 7. within the cooldown, or the hourly change budget spent → nothing;
 8. an SLO violated → nothing while the window still holds the backlog of before the last capacity-adding
-   step, or while the violation is within one window's sampling noise and the calibrated model predicts
-   the fleet under the limit; otherwise the cheapest remedy predicted to clear it: per-token latency
-   (TPOT/ITL) → lower the batch cap if TTFT can absorb the queueing, else shift the P:D ratio toward
-   decode, else add decode replicas; TTFT → raise a binding cap with queueing if per-token latency has
-   slack, else shift P:D toward prefill, else add replicas; never beyond the step (a saturated role may
-   double) or the GPU budget;
+   step or promotion, while pods being retired served in the window, or while the violation is within one
+   window's sampling noise and the calibrated model predicts the fleet under the limit; otherwise the
+   cheapest remedy predicted to clear it: per-token latency (TPOT/ITL) → lower the batch cap if TTFT can
+   absorb the queueing, else shift the P:D ratio toward decode, else add decode replicas; TTFT → raise a
+   binding cap with queueing if per-token latency has slack, else shift P:D toward prefill, else add
+   replicas; never beyond the step (a saturated role may double) or the GPU budget. A remedy canary of
+   the plan's cheapest fleet predicted to meet the SLO (`canary.remedy_canary`) comes first when no step
+   is left within the budget, or when the role is saturated, one step cannot clear it, and either no
+   replica count within the budget would come within the hysteresis band of the limits (by the anchored
+   projection or the corrected model) or the corrected plan has moved to another structure;
 9. the spec asks for a new engine image → canary it;
 10. some SLO within the hysteresis band → nothing;
 11. slack everywhere → save: remove replicas (if both the window and the calibrated model say the
@@ -34,9 +39,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
-from frontier_operator.perf.types import Role
-from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
+from frontier_operator.perf.types import Role, Workload
+from frontier_operator.planner.types import PER_TOKEN_METRICS, Plan, SloMetric
 from frontier_operator.tuning.actions import Decision, Hold, NoAction, ReplanCause, SloStanding
 from frontier_operator.tuning.canary import (
     canary_health,
@@ -45,13 +51,14 @@ from frontier_operator.tuning.canary import (
     image_canary,
     judge_canary,
     recent_changes,
+    remedy_canary,
     rollback_decision,
 )
 from frontier_operator.tuning.forecast import Forecaster
 from frontier_operator.tuning.observation import Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
 from frontier_operator.tuning.predictor import CalibratedPredictor
-from frontier_operator.tuning.replan import replan, replan_trigger
+from frontier_operator.tuning.replan import current_workload, replan, replan_trigger
 from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.slo import describe_standings, standings
 from frontier_operator.tuning.state import AppliedState, CanaryState, ChangeKind, ModelContext
@@ -59,13 +66,13 @@ from frontier_operator.tuning.steps import (
     batch_cap_down,
     batch_cap_up,
     describe_violation,
-    saturated,
+    replicas_reach_within_budget,
     scale_down,
     scale_up,
     shift_ratio,
 )
-from frontier_operator.tuning.structure import decoding_role, latency_role, with_replicas
-from frontier_operator.tuning.workload import serving_group, variant_workload
+from frontier_operator.tuning.structure import decoding_role, latency_role, same_structure, with_replicas
+from frontier_operator.tuning.workload import demand, serving_group, variant_workload
 
 # How many sigmas of a window's sampling noise a violation must exceed before capacity is added for it
 # (unless the calibrated model confirms it): two, so a fleet that meets its SLO is not grown on a 2.5 % tail.
@@ -101,7 +108,8 @@ def decide(
     standing = standings(model.request.slos, observation, Variant.STABLE)
     group = serving_group(observation, Variant.STABLE)
     samples = group.samples if group is not None else 0
-    workload = variant_workload(observation, Variant.STABLE, model.plan_workload or model.request.workload)
+    planned = model.plan_workload or model.request.workload
+    workload = variant_workload(observation, Variant.STABLE, planned)
     if samples < policy.min_samples or workload is None:
         return hold(
             Hold.INSUFFICIENT_DATA,
@@ -115,6 +123,8 @@ def decide(
         CalibratedPredictor(model.predictor, model.calibration), model.request.arch, model.calibration.confidence
     )
     s = Situation(observation, applied, model, policy, now, standing, forecaster, pool, workload)
+    if s.saturated_fleet:
+        s = replace(s, workload=demand(workload, planned.request_rate_per_s, saturated=True))
 
     if applied.canary is not None:
         return judge_canary(s, applied.canary)
@@ -127,8 +137,8 @@ def decide(
         rollout = ", ".join(f"{r.role.value} {r.ready}/{r.desired} ready" for r in pending)
         return hold(Hold.STEP_PENDING, f"the previous step is still rolling out ({rollout})", standing)
     trigger = replan_trigger(model, policy.workload_shift, policy.cache_hit_shift)
-    if trigger is not None and not (trigger[0] is ReplanCause.WORKLOAD_SHIFT and _saturated_fleet(s)):
-        return s.decision(replan(model, *trigger))
+    if trigger is not None and not (trigger[0] is ReplanCause.WORKLOAD_SHIFT and s.saturated_fleet):
+        return s.decision(replan(model, *trigger, workload=_replan_workload(s)))
     held = _change_gates(s)
     if held is not None:
         return held
@@ -181,15 +191,18 @@ def _change_gates(s: Situation) -> Decision | None:
     return None
 
 
-def _saturated_fleet(s: Situation) -> bool:
-    """Some role of the stable fleet has more requests queued than running: its completions are its capacity.
+def _replan_workload(s: Situation) -> Workload:
+    """The workload a re-plan is made for: the effective one, at no less than the offered rate while some role
+    is saturated.
 
     SGLang counts a request when it finishes, so the observed rate of a saturated fleet is what it can
     serve, not what is offered; re-planning on it plans for less traffic than arrives (Kimi-K2.5: a 40
     requests/s target "moved" to 8.6 requests/s while 10 000 requests waited). The workload estimate is
     trusted for re-planning again once the queues are back under the running batch.
     """
-    return any(saturated(s, deployment.role) for deployment in s.config.roles)
+    workload = current_workload(s.model)
+    planned = s.model.plan_workload or s.model.request.workload
+    return demand(workload, planned.request_rate_per_s, s.saturated_fleet)
 
 
 def _draining_backlog(s: Situation) -> Decision | None:
@@ -201,11 +214,30 @@ def _draining_backlog(s: Situation) -> Decision | None:
     never needed (DeepSeek-R1 on the H200 table went 1 → 2 → 4 replicas for a load 2 carry). The cooldown
     is the loop's estimate of a step's rollout, so the window must start at least that long after the step.
     """
+    # Pods being retired (a promoted canary's predecessors, removed replicas, a rolling restart) serve out the
+    # queue they hold, and their requests are in the window: a promotion away from a saturated fleet left
+    # Kimi-K2.5's old prefill pods an hour of backlog, answered by a second remedy canary and a scale-up the
+    # fleet in force never needed. The fleet in force is judged on a window without them.
+    retiring = [d.role for d in s.config.roles if s.draining(d.role)]
+    if retiring:
+        roles = ", ".join(role.value for role in retiring)
+        return Decision(
+            NoAction(Hold.COOLDOWN),
+            f"{describe_violation([x for x in s.standing if x.violated])}, but more {roles} pods than the fleet's "
+            "replicas served in the window: pods being retired still drain the requests they held, which no "
+            "step on the fleet in force shortens; waiting for a window of the fleet in force",
+            s.now,
+            s.standing,
+        )
     history = s.applied.history
     if not history:
         return None
     last = max(history, key=lambda r: r.at)
-    adds = (last.kind is ChangeKind.SCALE and last.direction > 0) or last.kind is ChangeKind.PD_RATIO
+    # A promotion replaces the fleet: the old revision's pods drain the queue they hold, in the same window.
+    adds = (last.kind is ChangeKind.SCALE and last.direction > 0) or last.kind in (
+        ChangeKind.PD_RATIO,
+        ChangeKind.PROMOTE,
+    )
     settled_at = last.at + s.policy.cooldown_s
     if not adds or s.observation.window_start >= settled_at:
         return None
@@ -277,6 +309,10 @@ def _remedy(s: Situation) -> Proposal:
         role = tokens_role
         attempts = [lambda: scale_up(s, role)]
     proposal = _first(attempts)
+    if proposal is None or (not proposal.clears and s.saturated(role) and _beyond_in_place(s, role)):
+        structural = remedy_canary(s)
+        if structural is not None:
+            return Proposal(structural.action, f"{what}: {structural.reason}")
     if proposal is not None:
         return Proposal(proposal.action, f"{what}: {proposal.reason}")
     deployment = s.config.role(role)
@@ -287,6 +323,33 @@ def _remedy(s: Situation) -> Proposal:
             f"{s.pool.name}, and no batch-cap or P:D change is predicted to help",
         )
     return Proposal(NoAction(Hold.NO_REMEDY), f"{what}, and no step is predicted to help")
+
+
+def _beyond_in_place(s: Situation, role: Role) -> bool:
+    """A saturated role that in-place steps will not mend soon: no replica count within the budget comes within
+    the band of the limits, or the corrected plan has already moved to another structure.
+
+    Only a saturated role is handed to a structural remedy while steps remain: its queue grows every minute
+    the steps take and outlives the fix. A role that keeps up queues nothing meanwhile, and a projection is
+    least reliable just where it says a few more replicas fall short (a TP4 fleet whose decode ran 2× slower
+    than modelled: 6 replicas were projected over a 30 ms TPOT and served 27 ms); it takes the in-place
+    steps until the budget stops them.
+    """
+    return _plan_moved_on(s) or not replicas_reach_within_budget(s, role)
+
+
+def _plan_moved_on(s: Situation) -> bool:
+    """The plan in force — made with the corrected model — chose another structure than the stable fleet's.
+
+    Then growing a saturated stable structure step by step builds, one cooldown at a time, the fleet the
+    corrected model ranks below another, while a queue grows that will outlive the fix (Kimi-K2.5: prefill
+    doubled 3 → 6 and waited half an hour, its queue growing by 30 requests/s, for a structure the re-plan
+    had already replaced).
+    """
+    plan = s.model.plan
+    if not isinstance(plan, Plan):
+        return False
+    return plan.chosen.pool.name != s.pool.name or not same_structure(plan.chosen.config, s.config)
 
 
 def _save(s: Situation) -> Proposal:

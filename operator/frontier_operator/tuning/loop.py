@@ -13,6 +13,7 @@ from frontier_operator.tuning.decisions import decide
 from frontier_operator.tuning.forecast import raw_prediction
 from frontier_operator.tuning.observation import Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.predictor import role_capacities
 from frontier_operator.tuning.state import AppliedState, ModelContext
 from frontier_operator.tuning.workload import variant_workload
 
@@ -49,7 +50,16 @@ def calibrate(
     predicted = raw_prediction(model.predictor, model.request.arch, applied.config, pool, workload)
     if predicted is None:
         return calibration
-    return update_calibration(calibration, observation, applied.config, predicted, now)
+    limits = role_capacities(
+        model.predictor,
+        model.request.arch,
+        pool.gpu,
+        applied.config,
+        workload,
+        price_per_gpu_hour=pool.price_per_gpu_hour,
+        raw=predicted,
+    )
+    return update_calibration(calibration, observation, applied.config, predicted, now, role_capacities=limits)
 
 
 def tune(

@@ -35,6 +35,9 @@ class GroupObservation:
     spec_accept_length: float | None = None
     # Requests completed in the window: how much the percentiles can be trusted.
     samples: int = 0
+    # Pods serving or draining, averaged over the window (None: not reported). More than the role's replicas:
+    # pods of a retired revision, or removed replicas, still drain the requests they hold.
+    pods: float | None = None
 
     @property
     def mean_input_tokens(self) -> float | None:

@@ -4,7 +4,9 @@ Re-planning with it moves every candidate by what the observations taught: the c
 observed by its full correction, others by the shared part of it (`calibration.transferred`). Decode
 capacity scales with the TPOT correction (a fleet whose decode steps are 20 % slower than modelled carries
 20 % fewer requests before its queues grow), and a fleet the corrected capacity cannot carry is reported
-saturated (infinite latencies), as the model itself does.
+saturated (infinite latencies), as the model itself does. A role whose capacity was measured
+(`calibration.CapacityEstimate`, on the same parallel layout) serves its modelled capacity divided by that factor
+instead; the fleet's capacity is the least of its roles'.
 """
 
 from __future__ import annotations
@@ -14,10 +16,18 @@ from dataclasses import dataclass
 
 from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.correction import corrected_prediction
+from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.types import MemoryFit, Prediction, Role, ServingConfig, WorkerConfig, Workload
 from frontier_operator.planner.types import Predictor
 from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric, transferred
-from frontier_operator.tuning.structure import latency_role, structure_key, worker_key
+from frontier_operator.tuning.structure import (
+    latency_role,
+    layout_key,
+    replicas_of,
+    structure_key,
+    with_replicas,
+    worker_key,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,15 @@ class CalibratedPredictor:
         estimate = self.correction(config, metric)
         return estimate.factor if estimate is not None else 1.0
 
+    def capacity_factors(self, config: ServingConfig) -> dict[Role, float]:
+        """The measured service-time factor of each role of `config` whose worker's capacity was measured."""
+        factors = {}
+        for deployment in config.roles:
+            estimate = self.calibration.capacity(deployment.role, layout_key(deployment.worker))
+            if estimate is not None:
+                factors[deployment.role] = estimate.factor
+        return factors
+
     def predict(
         self,
         arch: ModelArch,
@@ -50,9 +69,21 @@ class CalibratedPredictor:
         raw = self.base.predict(arch, gpu, config, workload, price_per_gpu_hour)
         ttft_factor = self.factor(config, LatencyMetric.TTFT)
         tpot_factor = self.factor(config, LatencyMetric.TPOT)
-        if ttft_factor == 1.0 and tpot_factor == 1.0:
+        measured = self.capacity_factors(config)
+        if ttft_factor == 1.0 and tpot_factor == 1.0 and not measured:
             return raw
-        return corrected_prediction(raw, workload.request_rate_per_s, ttft_factor, tpot_factor)
+        capacity_factor = None
+        if measured:
+            limits = role_capacities(
+                self.base, arch, gpu, config, workload, price_per_gpu_hour=price_per_gpu_hour, raw=raw
+            )
+            # Roles without a measured capacity keep the default correction: the decode step's for decoding roles.
+            capacity = min(
+                limit / measured.get(role, 1.0 if role is Role.PREFILL else tpot_factor)
+                for role, limit in limits.items()
+            )
+            capacity_factor = raw.max_request_rate_per_s / capacity if capacity > 0 else math.inf
+        return corrected_prediction(raw, workload.request_rate_per_s, ttft_factor, tpot_factor, capacity_factor)
 
     def memory_fit(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
@@ -69,3 +100,35 @@ class CalibratedPredictor:
         if worker_key(worker) in self.calibration.reference_workers:
             return raw * source.factor
         return raw * transferred(source, source.role, math.sqrt(source.prior_variance)).factor
+
+
+# Replicas the other P/D role is multiplied by so that it cannot be what limits the fleet's capacity.
+_UNBINDING_REPLICAS = 16
+
+
+def role_capacities(
+    predictor: Predictor,
+    arch: ModelArch,
+    gpu: GpuSpec,
+    config: ServingConfig,
+    workload: Workload,
+    *,
+    price_per_gpu_hour: float,
+    raw: Prediction | None = None,
+) -> dict[Role, float]:
+    """The raw model's capacity (requests/s) of each role of `config` on its own.
+
+    The model reports only the fleet's, the least of its roles'; one role's is the fleet's capacity when the
+    other P/D role has so many replicas that it cannot be the limit. A unified fleet has one role.
+    """
+    raw = raw if raw is not None else predictor.predict(arch, gpu, config, workload, price_per_gpu_hour)
+    if not config.disaggregated:
+        return {deployment.role: raw.max_request_rate_per_s for deployment in config.roles}
+    limits = {}
+    for role, other in ((Role.PREFILL, Role.DECODE), (Role.DECODE, Role.PREFILL)):
+        inflated = with_replicas(config, other, replicas_of(config, other) * _UNBINDING_REPLICAS)
+        try:
+            limits[role] = predictor.predict(arch, gpu, inflated, workload, price_per_gpu_hour).max_request_rate_per_s
+        except UnpredictableConfig:
+            limits[role] = raw.max_request_rate_per_s
+    return limits

@@ -1,8 +1,9 @@
 """Re-planning: with the corrected model, for the effective workload, when the plan in force is outdated.
 
-Three things outdate a plan: there is none yet; the model drifted (`calibration.ModelDrift`); the observed
-workload moved away from the one it was made for. A re-plan only rewrites the plan in status: the fleet
-moves toward the new plan later, through the same guarded steps and canaries as any other change.
+Three things outdate a plan: there is none yet; the model drifted (`calibration.ModelDrift`, or a role's
+measured capacity, `calibration.CapacityDrift`); the observed workload moved away from the one it was made
+for. A re-plan only rewrites the plan in status: the fleet moves toward the new plan later, through the same
+guarded steps and canaries as any other change.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ def replan_trigger(
 ) -> tuple[ReplanCause, str] | None:
     if model.plan is None:
         return ReplanCause.NO_PLAN, "no plan yet"
-    drifts = model.calibration.drift
-    if drifts:
-        return ReplanCause.MODEL_DRIFT, "model drift: " + "; ".join(d.message for d in drifts)
+    calibration = model.calibration
+    messages = [d.message for d in calibration.drift] + [d.message for d in calibration.capacity_drift]
+    if messages:
+        return ReplanCause.MODEL_DRIFT, "model drift: " + "; ".join(messages)
     planned = model.plan_workload or model.request.workload
     shift = workload_shift(planned, current_workload(model), relative_shift, cache_hit_shift)
     if shift is not None:
@@ -51,8 +53,9 @@ def corrected_plan(
     return make_plan(corrected, CalibratedPredictor(predictor, calibration))
 
 
-def replan(model: ModelContext, cause: ReplanCause, why: str) -> Proposal:
-    workload = current_workload(model)
+def replan(model: ModelContext, cause: ReplanCause, why: str, workload: Workload | None = None) -> Proposal:
+    """The corrected plan for `workload` (default: `current_workload`)."""
+    workload = workload if workload is not None else current_workload(model)
     confidence = model.calibration.confidence
     result = corrected_plan(model.request, model.predictor, model.calibration, workload)
     if isinstance(result, Plan):

@@ -13,12 +13,16 @@ from frontier_operator.tuning.forecast import Forecaster
 from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
 from frontier_operator.tuning.state import AppliedState, ModelContext
+from frontier_operator.tuning.workload import role_saturated
 
 
 @dataclass(frozen=True)
 class Proposal:
     action: Action
     reason: str
+    # False for an in-place step taken although it is projected not to clear the violation it answers (the
+    # most one step may add): the decision may then prefer a structural remedy.
+    clears: bool = True
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,23 @@ class Situation:
 
     def group(self, role: Role, variant: Variant = Variant.STABLE) -> GroupObservation | None:
         return self.observation.group(role, variant)
+
+    def saturated(self, role: Role) -> bool:
+        """`role`'s stable pods serve at their limit and their queue grows (`workload.role_saturated`)."""
+        return role_saturated(self.group(role), self.observation.window_end - self.observation.window_start)
+
+    def draining(self, role: Role) -> bool:
+        """`role`'s stable group counted more pods in the window than the fleet in force has replicas: pods of a
+        retired revision (after a promotion) or removed replicas still drain the requests they held."""
+        group = self.group(role)
+        deployment = self.config.role(role)
+        return (
+            group is not None and group.pods is not None and deployment is not None and group.pods > deployment.replicas
+        )
+
+    @property
+    def saturated_fleet(self) -> bool:
+        return any(self.saturated(deployment.role) for deployment in self.config.roles)
 
     def decision(self, proposal: Proposal) -> Decision:
         return Decision(proposal.action, proposal.reason, self.now, self.standing)

@@ -18,6 +18,7 @@ from frontier_operator.tuning.actions import ScaleReplicas, SetBatchCap, SetPdRa
 from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.state import ChangeKind
 from frontier_operator.tuning.structure import decoding_role, replicas_of, with_batch_cap, with_replicas
+from frontier_operator.tuning.workload import queue_exceeds_running
 
 # KV pool fraction in use above which a larger batch cap would only make SGLang retract requests.
 KV_NEARLY_FULL = 0.90
@@ -50,26 +51,65 @@ def scale_up(s: Situation, role: Role) -> Proposal | None:
     current = deployment.replicas
     chosen: tuple[int, tuple[float, ...] | None] | None = None
     step = max(s.policy.max_replica_step, current) if saturated(s, role) else s.policy.max_replica_step
+    clears = False
     for replicas in range(current + 1, current + step + 1):
         config = with_replicas(s.config, role, replicas)
         if config.total_gpus > s.pool.max_gpus:
             break
         values = s.project(config)
         chosen = (replicas, values)
-        if values is not None and s.fits(values, s.policy.hysteresis / 2):
+        clears = _clears(s, config, role, values)
+        if clears:
             break
     if chosen is None:
         return None
     replicas, values = chosen
-    if values is not None and s.fits(values, s.policy.hysteresis / 2):
+    if clears and values is not None:
         outlook = f"projected {s.describe_projection(values)}"
     else:
         projected = s.describe_projection(values) if values is not None else "unpredictable"
         outlook = f"the most one step may add; projected still short ({projected})"
     return Proposal(
-        ScaleReplicas(role, current, replicas),
-        f"{role.value} replicas {current} → {replicas}: {outlook}",
+        ScaleReplicas(role, current, replicas), f"{role.value} replicas {current} → {replicas}: {outlook}", clears
     )
+
+
+def _clears(
+    s: Situation, config: ServingConfig, role: Role, values: tuple[float, ...] | None, band: float | None = None
+) -> bool:
+    """`config` is projected to keep every SLO `band` (default: half the hysteresis band) under its limit —
+    and, for a saturated role, to carry the offered rate with the capacity headroom (its latency was projected
+    from a queue, not a service)."""
+    if values is None or not s.fits(values, s.policy.hysteresis / 2 if band is None else band):
+        return False
+    if not s.saturated(role):
+        return True
+    prediction = s.forecaster.predict(config, s.pool, s.workload)
+    return prediction is not None and s.forecaster.carries(prediction, s.workload, s.policy.capacity_headroom)
+
+
+def replicas_reach_within_budget(s: Situation, role: Role) -> bool:
+    """Some replica count of `role` within the pool's GPU budget is projected — by the anchored projection or by
+    the corrected model — to come within the hysteresis band of every limit, however many steps it takes.
+
+    Either view may be the pessimistic one. The anchored projection scales the observed latency, and a
+    latency set by a queue (a saturated role, a backlog) scales far worse with replicas than service does;
+    the corrected model — measured capacity included — judges by capacity and service. A structural change
+    is the larger, riskier step: it is preferred only when neither view sees the budget's replicas come
+    within the band of the SLO, as the band keeps a fleet from being loosened on a projection at the limit.
+    """
+    deployment = s.config.role(role)
+    if deployment is None:
+        return False
+    band = -s.policy.hysteresis
+    replicas = deployment.replicas + 1
+    while (config := with_replicas(s.config, role, replicas)).total_gpus <= s.pool.max_gpus:
+        if _clears(s, config, role, s.project(config), band) or _clears(
+            s, config, role, s.predict_absolute(config), band
+        ):
+            return True
+        replicas += 1
+    return False
 
 
 def saturated(s: Situation, role: Role) -> bool:
@@ -81,10 +121,7 @@ def saturated(s: Situation, role: Role) -> bool:
     queue of 10 000–60 000 requests). A saturated role may double in one step, as Kubernetes' HPA scales
     up by default (100 % of the pods per period, `behavior.scaleUp`), still within the GPU budget.
     """
-    group = s.group(role)
-    if group is None or group.queued_requests is None or group.running_requests is None:
-        return False
-    return group.queued_requests > max(group.running_requests, 1.0)
+    return queue_exceeds_running(s.group(role))
 
 
 def _recently_scaled_up(s: Situation, role: Role) -> bool:

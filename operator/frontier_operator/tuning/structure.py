@@ -23,6 +23,14 @@ def worker_key(worker: WorkerConfig) -> str:
     return f"{worker.gpu} {describe_worker(_bare(worker))}"
 
 
+def layout_key(worker: WorkerConfig) -> str:
+    """A worker's parallel layout on its GPU — how it splits and schedules work — without formats, speculation or
+    caps: what a measured capacity belongs to (`calibration.CapacityEstimate`)."""
+    parts = [worker.gpu, f"TP{worker.tp}", f"PP{worker.pp}", f"DPattn{worker.attention_dp}"]
+    parts += [f"CP{worker.attention_cp}", f"EP{worker.ep}", f"a2a={worker.moe_a2a_backend.value}"]
+    return " ".join(parts)
+
+
 def structure_key(config: ServingConfig, pool: str | None = None) -> str:
     """A stable text key: equal keys differ at most in replicas, batch caps and chunk sizes.
 

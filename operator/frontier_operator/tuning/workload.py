@@ -25,6 +25,46 @@ def serving_group(observation: Observation, variant: Variant) -> GroupObservatio
     return observation.group(Role.UNIFIED, variant) or observation.group(Role.DECODE, variant)
 
 
+# A saturated role's queue holds at least this share of a window's completions: its requests wait minutes.
+SATURATED_QUEUE_WINDOWS = 0.25
+
+
+def queue_exceeds_running(group: GroupObservation | None) -> bool:
+    """More requests wait in the group's queues than run on it."""
+    if group is None or group.queued_requests is None or group.running_requests is None:
+        return False
+    return group.queued_requests > max(group.running_requests, 1.0)
+
+
+def role_saturated(group: GroupObservation | None, window_s: float) -> bool:
+    """The role serves at its limit and its queue grows: more requests wait than run, and they wait minutes.
+
+    Then its completion rate is its capacity, not the offered load (SGLang counts a request when it finishes).
+    A busy but stable queue can also hold more requests than run — a P/D prefill worker runs one chunk at a
+    time — but they wait seconds; a growing one holds a sizeable share of a window's completions (Kimi-K2.5's
+    attention-DP prefill: 46 000 queued at 9 requests/s, an hour and a half of them).
+    """
+    if group is None or not queue_exceeds_running(group) or group.queued_requests is None:
+        return False
+    served = group.request_rate_per_s
+    if served is None or served <= 0:
+        return True  # a queue and nothing completed: stuck at the limit
+    return group.queued_requests >= SATURATED_QUEUE_WINDOWS * served * window_s
+
+
+def demand(served: Workload, planned_rate_per_s: float, saturated: bool) -> Workload:
+    """The traffic offered to a fleet that served `served`: while some role is saturated, at least the planned rate.
+
+    A saturated fleet's observed rate is what it can serve; planning, sizing or judging on it plans for less
+    traffic than arrives (Kimi-K2.5: a 40 requests/s target read as 8.7 requests/s while 46 000 requests
+    waited for prefill). The queue only says the offered rate is higher, not by how much; the rate the plan in
+    force was made for is the best floor the loop has until the queues clear.
+    """
+    if not saturated or served.request_rate_per_s >= planned_rate_per_s:
+        return served
+    return replace(served, request_rate_per_s=planned_rate_per_s)
+
+
 def _cache_hit(observation: Observation, variant: Variant) -> float | None:
     # In P/D the prefix cache lives on the prefill workers.
     for role in (Role.UNIFIED, Role.PREFILL, Role.DECODE):
