@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from frontier_operator.perf.types import Role
 from frontier_operator.tuning.actions import Decision, Hold, NoAction, ScaleReplicas, SetBatchCap, StartCanary
+from frontier_operator.tuning.calibration import percentile_spread
 from frontier_operator.tuning.decisions import decide
 from frontier_operator.tuning.observation import Observation
 from frontier_operator.tuning.policy import TuningPolicy
@@ -47,6 +50,23 @@ def test_the_same_small_violation_on_few_requests_is_noise_and_on_many_is_not() 
     assert _hold(noisy) is Hold.HYSTERESIS
     sharp = _decide(observation(group(tpot_p50=0.0412, samples=20_000)))
     assert not isinstance(sharp.action, NoAction), sharp
+
+
+def test_a_p99_is_held_to_its_own_noise_which_is_wider_than_the_medians() -> None:
+    # 4 % over at 1 200 requests: beyond a median's two sigmas (3.6 %), within a p99's (10.8 %: the p99 of a
+    # window is a dozen of its slowest requests).
+    tail = _decide(observation(group(ttft_p99=4.16)))
+    assert _hold(tail) is Hold.HYSTERESIS
+    assert "sampling noise" in tail.reason
+    median = _decide(observation(group(tpot_p50=0.0416)))
+    assert not isinstance(median.action, NoAction), median
+
+
+def test_percentile_spread_grows_into_the_tail() -> None:
+    spreads = [percentile_spread(0.63, p) for p in (50, 90, 95, 99)]
+    assert spreads[0] == pytest.approx(0.63)
+    assert spreads == sorted(spreads)
+    assert spreads[3] == pytest.approx(0.63 * 2.98, rel=0.01)
 
 
 def test_a_violation_in_a_window_that_began_before_the_last_scale_up_settled_waits() -> None:

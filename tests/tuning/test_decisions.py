@@ -153,7 +153,7 @@ def test_replicas_added_recently_are_not_removed_yet() -> None:
 
 def test_at_the_gpu_budget_a_violation_is_reported_not_acted_on() -> None:
     model = context(request=scenario_request(max_gpus=10))
-    decision = _decide(observation(group(ttft_p99=4.4)), model=model)
+    decision = _decide(observation(group(ttft_p99=4.6)), model=model)
     assert _hold(decision) is Hold.GPU_BUDGET
     assert "10-GPU budget" in decision.reason
 
@@ -182,14 +182,14 @@ def test_tpot_violated_with_ttft_near_its_limit_adds_replicas() -> None:
 
 
 def test_ttft_violated_behind_a_binding_cap_with_tpot_slack_raises_the_cap() -> None:
-    decision = _decide(observation(group(ttft_p99=4.4, tpot_p50=0.025, running=31 * 5, queued=15)))
+    decision = _decide(observation(group(ttft_p99=4.6, tpot_p50=0.025, running=31 * 5, queued=15)))
     assert isinstance(decision.action, SetBatchCap)
     assert decision.action.from_cap == 32 and 32 < decision.action.to_cap <= 64
     assert "the cap binds" in decision.reason
 
 
 def test_ttft_violated_without_queueing_adds_replicas_within_the_step() -> None:
-    decision = _decide(observation(group(ttft_p99=4.4)))
+    decision = _decide(observation(group(ttft_p99=4.6)))
     assert isinstance(decision.action, ScaleReplicas)
     assert decision.action.from_replicas == 5 and 5 < decision.action.to_replicas <= 5 + POLICY.max_replica_step
 
@@ -200,8 +200,8 @@ def test_ttft_violated_in_pd_with_decode_slack_shifts_the_ratio() -> None:
     assert isinstance(plan, Plan)
     two_decoders = with_replicas(plan.chosen.config, Role.DECODE, 2)
     obs = observation(
-        group(Role.PREFILL, ttft_p99=4.4, tpot_p50=None, running=10),
-        group(Role.DECODE, ttft_p99=4.4, tpot_p50=0.015, running=30),
+        group(Role.PREFILL, ttft_p99=4.6, tpot_p50=None, running=10),
+        group(Role.DECODE, ttft_p99=4.6, tpot_p50=0.015, running=30),
     )
     decision = _decide(obs, applied(two_decoders), context(request=request, plan=plan))
     assert decision.action == SetPdRatio(prefill_from=2, prefill_to=3, decode_from=2, decode_to=1)
