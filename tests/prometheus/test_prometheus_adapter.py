@@ -108,6 +108,7 @@ def test_rates_gauges_and_samples_of_the_stable_pods(demo: Observation) -> None:
     assert _close(stable.cache_hit_rate, 0.6)
     assert _close(stable.spec_accept_length, (STABLE_A.spec_accept_length + STABLE_B.spec_accept_length) / 2)
     assert _close(stable.samples, rate * WINDOW_S, tolerance=0.1)
+    assert stable.pods == 2  # both stable pods reported in the window
 
 
 def test_underscore_names_are_read_and_missing_series_are_none(demo: Observation) -> None:

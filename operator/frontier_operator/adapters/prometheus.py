@@ -146,6 +146,9 @@ def statistics(selector: FleetSelector, window_s: float) -> dict[str, str]:
     stats["running_requests"] = gauge("num_running_reqs", "sum")
     stats["queued_requests"] = gauge("num_queue_reqs", "sum")
     stats["kv_usage"] = gauge("token_usage", "avg")
+    # Pods that reported at any time in the window (each exports one running-requests gauge): more than the
+    # role's replicas means pods of a retired revision or removed replicas still drained requests in it.
+    stats["pods"] = gauge("num_running_reqs", "count")
     # Windowed hit rate from the scheduler's counters: hit tokens over hit + computed ("input") tokens;
     # the latest-batch gauge only where the counters are absent.
     hits = rate_sum("prefill_effective_tokens_total", 'mode=~".+_hit"')
@@ -232,6 +235,7 @@ def _group(role: Role, variant: Variant, stats: Mapping[str, float | None]) -> G
         cache_hit_rate=stats.get("cache_hit_rate"),
         spec_accept_length=stats.get("spec_accept_length"),
         samples=round(samples) if samples is not None else 0,
+        pods=stats.get("pods"),
     )
 
 
