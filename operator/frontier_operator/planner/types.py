@@ -152,6 +152,25 @@ class Predictor(Protocol):
         ...
 
 
+class PredictorWrapper:
+    """A `Predictor` that changes some of `base`'s answers and passes the others through unchanged.
+
+    Subclasses are frozen dataclasses whose first field is `base`; they override what they correct.
+    """
+
+    base: Predictor
+
+    def memory_fit(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
+    ) -> MemoryFit:
+        return self.base.memory_fit(arch, gpu, worker, context_tokens, role=role)
+
+    def decode_token_time(
+        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"
+    ) -> float:
+        return self.base.decode_token_time(arch, gpu, worker, batch, context, kind=kind)
+
+
 # ------------------------------------------------------------------------------------------ rejections
 
 

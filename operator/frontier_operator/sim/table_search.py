@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.errors import UnpredictableConfig
-from frontier_operator.perf.types import MemoryFit, Prediction, Role, ServingConfig, WorkerConfig, Workload
-from frontier_operator.planner.types import Disaggregation, PlanRequest, Predictor, SpeculativeMode
+from frontier_operator.perf.types import Prediction, Role, ServingConfig, Workload
+from frontier_operator.planner.types import Disaggregation, PlanRequest, Predictor, PredictorWrapper, SpeculativeMode
 from frontier_operator.sim.measured import LengthMatch, MeasuredTable, precision_class
 from frontier_operator.sim.tables import TableConfiguration, table_configurations
 from frontier_operator.tuning.structure import with_replicas
@@ -76,7 +76,7 @@ def snap_to_table(table: MeasuredTable, config: ServingConfig) -> ServingConfig:
 
 
 @dataclass(frozen=True)
-class TableLimitedPredictor:
+class TableLimitedPredictor(PredictorWrapper):
     """The performance model, refusing every configuration whose structure the table did not measure."""
 
     base: Predictor
@@ -88,16 +88,6 @@ class TableLimitedPredictor:
         if not answers_structure(self.table, config):
             raise UnpredictableConfig(f"the measured table {self.table.source} has no measurements of this layout")
         return self.base.predict(arch, gpu, config, workload, price_per_gpu_hour)
-
-    def memory_fit(
-        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
-    ) -> MemoryFit:
-        return self.base.memory_fit(arch, gpu, worker, context_tokens, role=role)
-
-    def decode_token_time(
-        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"
-    ) -> float:
-        return self.base.decode_token_time(arch, gpu, worker, batch, context, kind=kind)
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 
 from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.correction import corrected_prediction
-from frontier_operator.perf.types import MemoryFit, Prediction, Role, ServingConfig, WorkerConfig, Workload
-from frontier_operator.planner.types import Predictor
+from frontier_operator.perf.types import Prediction, ServingConfig, WorkerConfig, Workload
+from frontier_operator.planner.types import Predictor, PredictorWrapper
 from frontier_operator.sweep.types import Latency, SweepMeasurement
 from frontier_operator.sweep.units import group_key, unit_cap, unit_key, unit_load, worker_key
 
@@ -97,7 +97,7 @@ def _curves(measurements: Sequence[SweepMeasurement], metric: str) -> tuple[dict
 
 
 @dataclass(frozen=True)
-class SweepPredictor:
+class SweepPredictor(PredictorWrapper):
     base: Predictor
     measurements: tuple[SweepMeasurement, ...]
     shared_share: float = SHARED_ERROR_SHARE
@@ -149,11 +149,6 @@ class SweepPredictor:
             return model_sigma
         weight = curve.weight(load, self.reach, self.fade_doublings)
         return weight * min(model_sigma, MEASURED_UNCERTAINTY) + (1.0 - weight) * model_sigma
-
-    def memory_fit(
-        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
-    ) -> MemoryFit:
-        return self.base.memory_fit(arch, gpu, worker, context_tokens, role=role)
 
     def decode_token_time(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 
 from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.errors import UnpredictableConfig
-from frontier_operator.perf.types import MemoryFit, Percentiles, Prediction, Role, ServingConfig, WorkerConfig, Workload
+from frontier_operator.perf.types import Percentiles, Prediction, Role, ServingConfig, WorkerConfig, Workload
 from frontier_operator.planner.choose import slo_margin
-from frontier_operator.planner.types import GpuPool, Predictor, SloBound
+from frontier_operator.planner.types import GpuPool, Predictor, PredictorWrapper, SloBound
 from frontier_operator.tuning.calibration import LatencyMetric
 from frontier_operator.tuning.predictor import CalibratedPredictor
 
@@ -94,7 +94,7 @@ def _faster(percentiles: Percentiles, optimism: float) -> Percentiles:
 
 
 @dataclass(frozen=True)
-class FasterModel:
+class FasterModel(PredictorWrapper):
     """The model with every latency `optimism` (< 1) times its prediction and every capacity 1/`optimism`
     times: what the planner would choose if the model were pessimistic by that much — exploration's
     upper-confidence plan. A fleet the model reports saturated stays saturated (its queues are not modelled)."""
@@ -116,11 +116,6 @@ class FasterModel:
             max_request_rate_per_s=raw.max_request_rate_per_s / self.optimism,
             output_tokens_per_s_per_user=1.0 / tpot.p50 if tpot.p50 > 0 and math.isfinite(tpot.p50) else 0.0,
         )
-
-    def memory_fit(
-        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
-    ) -> MemoryFit:
-        return self.base.memory_fit(arch, gpu, worker, context_tokens, role=role)
 
     def decode_token_time(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.correction import corrected_prediction
 from frontier_operator.perf.errors import UnpredictableConfig
-from frontier_operator.perf.types import MemoryFit, Prediction, Role, ServingConfig, WorkerConfig, Workload
-from frontier_operator.planner.types import Predictor
+from frontier_operator.perf.types import Prediction, Role, ServingConfig, WorkerConfig, Workload
+from frontier_operator.planner.types import Predictor, PredictorWrapper
 from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric, transferred
 from frontier_operator.tuning.structure import (
     latency_role,
@@ -31,7 +31,7 @@ from frontier_operator.tuning.structure import (
 
 
 @dataclass(frozen=True)
-class CalibratedPredictor:
+class CalibratedPredictor(PredictorWrapper):
     base: Predictor
     calibration: CalibrationState
 
@@ -84,11 +84,6 @@ class CalibratedPredictor:
             )
             capacity_factor = raw.max_request_rate_per_s / capacity if capacity > 0 else math.inf
         return corrected_prediction(raw, workload.request_rate_per_s, ttft_factor, tpot_factor, capacity_factor)
-
-    def memory_fit(
-        self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
-    ) -> MemoryFit:
-        return self.base.memory_fit(arch, gpu, worker, context_tokens, role=role)
 
     def decode_token_time(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"
