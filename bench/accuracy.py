@@ -48,6 +48,7 @@ from frontier_operator.perf.fitting import (
 )
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import SiliconCase, parse_row, read_rows
+from frontier_operator.planner.choose import covering_margin
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "silicon" / "silicon_measurements.csv"
@@ -139,23 +140,18 @@ def margin_data(usable: Sequence[SiliconCase], refits: dict[str, Calibration]) -
         out[arch] = {
             "ttft_rows": len(ttft.residuals),
             "ttft_prefill_dominated_rows": len(ttft.covered or ()),
-            "ttft_sigma": round(ttft.sigma, 4),
-            "ttft_underprediction_q90": None
-            if ttft.underprediction_q90 is None
-            else round(ttft.underprediction_q90, 4),
-            "ttft_margin": None
-            if ttft.underprediction_q90 is None
-            else round(max(0.02, math.expm1(max(0.0, ttft.underprediction_q90))), 4),
+            **_margin_fields("ttft", ttft.sigma, ttft.underprediction_q90),
             "tpot_rows": len(tpot.residuals),
-            "tpot_sigma": round(tpot.sigma, 4),
-            "tpot_underprediction_q90": None
-            if tpot.underprediction_q90 is None
-            else round(tpot.underprediction_q90, 4),
-            "tpot_margin": None
-            if tpot.underprediction_q90 is None
-            else round(max(0.02, math.expm1(max(0.0, tpot.underprediction_q90))), 4),
+            **_margin_fields("tpot", tpot.sigma, tpot.underprediction_q90),
         }
     return out
+
+
+def _margin_fields(metric: str, sigma: float, underprediction_q90: float | None) -> dict[str, object]:
+    """The metric's held-out sigma and q90 under-prediction, and the planner's margin from it at zero confidence."""
+    q90 = None if underprediction_q90 is None else round(underprediction_q90, 4)
+    margin = None if underprediction_q90 is None else round(covering_margin(underprediction_q90, 0.0), 4)
+    return {f"{metric}_sigma": round(sigma, 4), f"{metric}_underprediction_q90": q90, f"{metric}_margin": margin}
 
 
 def evaluate(model: PerformanceModel, rows: Iterable[Row]) -> list[Outcome]:
