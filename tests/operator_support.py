@@ -70,20 +70,24 @@ def has_condition(kind: str, status: str, reason: str | None = None) -> Callable
     return check
 
 
-def owned(
-    api: kubernetes.client.ApiClient, namespace: str, target: str, plural: str = "deployments"
+def labelled(
+    api: kubernetes.client.ApiClient, namespace: str, api_version: str, plural: str, selector: str
 ) -> list[dict[str, Any]]:
-    group = "apps/v1" if plural == "deployments" else "v1"
-    prefix = f"/apis/{group}" if "/" in group else f"/api/{group}"
+    """The objects of one kind in `namespace` that match a label selector (a list's items carry no kind)."""
+    prefix = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
     status, body = request_json(
-        api,
-        "GET",
-        f"{prefix}/namespaces/{namespace}/{plural}",
-        query=[("labelSelector", f"frontier.dev/target={target}")],
+        api, "GET", f"{prefix}/namespaces/{namespace}/{plural}", query=[("labelSelector", selector)]
     )
     assert status == 200, body
     items: list[dict[str, Any]] = body["items"]
     return items
+
+
+def owned(
+    api: kubernetes.client.ApiClient, namespace: str, target: str, plural: str = "deployments"
+) -> list[dict[str, Any]]:
+    api_version = "apps/v1" if plural == "deployments" else "v1"
+    return labelled(api, namespace, api_version, plural, f"frontier.dev/target={target}")
 
 
 def events_for(api: kubernetes.client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:

@@ -25,9 +25,9 @@ from frontier_operator.sim.closed_loop import prepare
 from frontier_operator.sim.timing import Truth
 from frontier_operator.sweep.units import deployment_unit
 from k8s_standin import StandIn
-from k8s_standin.fixtures import get_object, request_json, wait_for
+from k8s_standin.fixtures import get_object, wait_for
 from k8s_standin.jobs import BenchmarkJobRunner
-from operator_support import FT, target_document
+from operator_support import FT, labelled, target_document
 
 BUDGET = 60.0
 # Every kind a sweep creates (render/benchmark.py) — what must be gone afterwards.
@@ -64,16 +64,9 @@ def _truth(document_json: str) -> Truth:
 def sweep_objects(api: kubernetes.client.ApiClient, namespace: str, target: str) -> list[dict[str, Any]]:
     found = []
     for api_version, plural, kind in SWEEP_KINDS:
-        prefix = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        status, body = request_json(
-            api,
-            "GET",
-            f"{prefix}/namespaces/{namespace}/{plural}",
-            query=[("labelSelector", f"frontier.dev/target={target},frontier.dev/sweep")],
-        )
-        assert status == 200, body
+        items = labelled(api, namespace, api_version, plural, f"frontier.dev/target={target},frontier.dev/sweep")
         # A list's items carry no kind of their own.
-        found += [{**item, "kind": kind} for item in body["items"]]
+        found += [{**item, "kind": kind} for item in items]
     return found
 
 
@@ -122,11 +115,5 @@ def run_until(
 
 
 def serving_deployments(api: kubernetes.client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
-    status, body = request_json(
-        api,
-        "GET",
-        f"/apis/apps/v1/namespaces/{namespace}/deployments",
-        query=[("labelSelector", f"frontier.dev/target={name},!frontier.dev/sweep")],
-    )
-    assert status == 200, body
-    return [d for d in body["items"] if d["metadata"]["labels"].get("frontier.dev/role") != "router"]
+    items = labelled(api, namespace, "apps/v1", "deployments", f"frontier.dev/target={name},!frontier.dev/sweep")
+    return [d for d in items if d["metadata"]["labels"].get("frontier.dev/role") != "router"]
