@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from frontier_operator.catalog.types import KvCacheFormat, ModelArch, QuantFormat
+from frontier_operator.perf.kernels import sparse_topk
 from frontier_operator.perf.types import (
     MoeA2ABackend,
     Role,
@@ -138,8 +139,13 @@ def context_parallel_widths(
     does not shrink with TP; CP = TP splits it over every GPU (intermediate widths split it less and
     are left out to keep the search fast).
     """
-    dsa = arch.mla is not None and arch.mla.index_topk > 0
-    if role is not Role.PREFILL or not dsa or not search.prefill_context_parallel or attention_dp > 1 or tp == 1:
+    if (
+        role is not Role.PREFILL
+        or not sparse_topk(arch)
+        or not search.prefill_context_parallel
+        or attention_dp > 1
+        or tp == 1
+    ):
         return (1,)
     return (1, tp)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from frontier_operator.catalog.quantization import execution_mode, kv_cache_supported
 from frontier_operator.catalog.types import KvCacheFormat, ModelArch, QuantFormat, Vendor
+from frontier_operator.perf.kernels import sparse_topk
 from frontier_operator.perf.types import (
     MemoryFit,
     MoeA2ABackend,
@@ -154,7 +155,7 @@ def context_parallelism(ctx: LegalityContext, worker: WorkerConfig, role: Role) 
         return None
     if cp < 1 or worker.tp % (worker.attention_dp * cp):
         return _reject(worker, R.CONTEXT_PARALLEL_LAYOUT, f"context parallelism {cp} does not divide TP{worker.tp}")
-    if ctx.arch.mla is None or not ctx.arch.mla.index_topk:
+    if not sparse_topk(ctx.arch):
         return _reject(
             worker,
             R.CONTEXT_PARALLEL_NEEDS_SPARSE_ATTENTION,
