@@ -138,6 +138,40 @@ def test_prefill_pauses_decode_for_every_chunk_of_a_prompt() -> None:
     assert small > large
 
 
+def test_attention_dp_ranks_prefill_their_own_requests_in_the_same_forward() -> None:
+    # One rank of 1,024 tokens a forward serves about 1024 / 1000 / 0.0305 s ≈ 34 prompts/s; four such ranks
+    # (--chunked-prefill-size 4096 --dp-size 4) prefill four prompts per forward and keep up with 80/s.
+    def served_per_s(ranks: int) -> float:
+        prefill = LinearTiming(chunk=1024 * ranks, ranks=ranks)
+        fleet = FleetSimulation(
+            FakeTruth(timing_by_role={Role.PREFILL: prefill}), disaggregated(1, 2), workload(80, output=20), seed=8
+        )
+        fleet.advance(300)
+        completed = fleet.completed
+        fleet.advance(600)
+        return (fleet.completed - completed) / 600
+
+    one_rank = 1024 / 1000 / (0.010 + 1024 * 0.00002)
+    assert served_per_s(1) == pytest.approx(one_rank, rel=0.1)
+    assert served_per_s(4) == pytest.approx(80, rel=0.05)
+
+
+def test_a_lone_prompt_prefills_on_one_attention_dp_rank() -> None:
+    # Its 3,000 tokens stay on one rank, in chunks of 4096 / 4 tokens: three forwards instead of one.
+    def prefill_ttft(ranks: int) -> float:
+        prefill = LinearTiming(chunk=4096, ranks=ranks)
+        fleet = FleetSimulation(
+            FakeTruth(timing_by_role={Role.PREFILL: prefill}), disaggregated(1, 1), workload(0.2, prompt=3000), seed=9
+        )
+        fleet.advance(900)
+        group = observe(fleet, 800).group(Role.PREFILL)
+        assert group is not None and group.ttft is not None
+        return group.ttft.p50
+
+    assert prefill_ttft(1) == pytest.approx(0.010 + 3000 * 0.00002, rel=0.02)
+    assert prefill_ttft(4) == pytest.approx(3 * 0.010 + 3000 * 0.00002, rel=0.02)
+
+
 def test_speculative_decoding_yields_several_tokens_per_step() -> None:
     plain = FleetSimulation(FakeTruth(), unified(1), workload(2), seed=8)
     spec = FleetSimulation(

@@ -11,6 +11,7 @@ from frontier_operator.catalog.models import find_model
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.types import (
     LengthDistribution,
+    MoeA2ABackend,
     Role,
     RoleDeployment,
     ServingConfig,
@@ -20,6 +21,8 @@ from frontier_operator.perf.types import (
     Workload,
 )
 from frontier_operator.sim.cuda_graphs import capture_sizes, graph_max_batch, padded_batch
+from frontier_operator.sim.fleet import FleetSimulation
+from frontier_operator.sim.oracle import replica_capacity
 from frontier_operator.sim.perturbed import Cliff, Perturbation, PerturbedModelTruth, hidden_factors
 from frontier_operator.sim.timing import PrefillMode, Unavailable
 
@@ -134,6 +137,37 @@ def test_prefill_matches_the_model_closely(model: PerformanceModel) -> None:
     for new, prefix in ((100, 0), (1500, 0), (4096, 3000), (8000, 20000)):
         expected = model.prefill_time(ARCH, gpu, WORKER, new + prefix, cached_tokens=prefix)
         assert timing.prefill_s(new, prefix, 0) == pytest.approx(expected, rel=0.01)
+
+
+def test_an_attention_dp_prefill_replica_serves_what_its_ranks_can(model: PerformanceModel) -> None:
+    # Eight attention-DP ranks prefill eight prompts per forward; a twin that ran one at a time served Kimi-K2.5's
+    # prefill at a fifth of this bound.
+    arch = find_model("Kimi-K2.5")
+    assert arch is not None
+    worker = WorkerConfig(
+        gpu="H200",
+        gpus_per_node=8,
+        weight_format="nvfp4",
+        kv_cache_format="bf16",
+        tp=8,
+        attention_dp=8,
+        ep=8,
+        moe_a2a_backend=MoeA2ABackend.DEEPEP,
+        max_running_requests=2048,
+        chunked_prefill_size=8192,
+    )
+    config = ServingConfig(
+        model=arch.name,
+        roles=(RoleDeployment(Role.PREFILL, worker, 1), RoleDeployment(Role.DECODE, worker, 4)),
+        transfer_backend="nixl",
+    )
+    truth = PerturbedModelTruth(model, arch, Perturbation.none())
+    bound, _ = replica_capacity(truth, config, WORKLOAD)
+    fleet = FleetSimulation(truth, config, replace(WORKLOAD, request_rate_per_s=1.5 * bound), seed=3)
+    fleet.advance(120)
+    completed = fleet.completed
+    fleet.advance(300)
+    assert (fleet.completed - completed) / 300 == pytest.approx(bound, rel=0.2)
 
 
 def test_unknown_gpu_and_missing_role_are_unavailable(model: PerformanceModel) -> None:

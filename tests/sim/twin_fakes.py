@@ -36,6 +36,7 @@ class LinearTiming:
     ttft_cv: float = 0.0
     share: float = 1.0
     sizes: tuple[int, ...] = ()
+    ranks: int = 1
 
     @property
     def prefill_mode(self) -> PrefillMode:
@@ -48,6 +49,10 @@ class LinearTiming:
     @property
     def chunk_tokens(self) -> int:
         return self.chunk
+
+    @property
+    def attention_ranks(self) -> int:
+        return self.ranks
 
     @property
     def kv_capacity_tokens(self) -> int | None:
@@ -84,7 +89,8 @@ class LinearTiming:
     def decode_step_s(self, batch: int, mean_context: float, load: float) -> float:
         return self.step_base_s + self.step_per_request_s * batch
 
-    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float) -> float:
+    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1) -> float:
+        # Ranks prefill side by side: a forward takes as long as one rank's share.
         return self.prefill_fixed_s + self.prefill_per_token_s * new_tokens
 
     def transfer_s(self, input_tokens: float) -> float:

@@ -261,20 +261,28 @@ class Engine:
         self.version += 1
 
     def _plan_prefill(self, now: float) -> None:
-        budget = self.timing.chunk_tokens
+        # With attention DP every rank has its own chunk (SGLang divides --chunked-prefill-size by the ranks) and
+        # its own requests, and the ranks prefill in the same forward. Requests are dealt to ranks in FCFS order
+        # as each forward is formed (a balanced dispatcher); a prompt stays on one rank, chunk after chunk.
+        ranks = self.timing.attention_ranks
+        per_rank = max(1, self.timing.chunk_tokens // ranks)
         chunk: list[tuple[SimRequest, int]] = []
-        tokens = 0
+        rank_tokens = [0]
         weighted_prefix = 0.0
         for request in self.prefilling:
-            if budget <= 0:
-                break
-            take = min(request.prefill_left, budget)
+            if rank_tokens[-1] >= per_rank:
+                if len(rank_tokens) == ranks:
+                    break
+                rank_tokens.append(0)
+            take = min(request.prefill_left, per_rank - rank_tokens[-1])
             chunk.append((request, take))
-            tokens += take
+            rank_tokens[-1] += take
             weighted_prefix += take * request.prefix_done
-            budget -= take
+        tokens = sum(rank_tokens)
         prefix = weighted_prefix / tokens if tokens else 0.0
-        duration = self.timing.prefill_s(tokens, prefix, self.load(self)) * _lognormal(self.rng, self.timing.noise_cv)
+        # The ranks meet in every MoE layer: the forward lasts as long as the busiest rank's share.
+        seconds = self.timing.prefill_s(max(rank_tokens), prefix, self.load(self), len(rank_tokens))
+        duration = seconds * _lognormal(self.rng, self.timing.noise_cv)
         self._chunk = chunk
         self._phase = Phase.PREFILL
         self._t0 = now

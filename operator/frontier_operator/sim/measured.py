@@ -392,6 +392,11 @@ class TableTiming:
         return max(1, self.worker.chunked_prefill_size)
 
     @property
+    def attention_ranks(self) -> int:
+        # The measured TTFT already holds however the ranks shared the prefill.
+        return 1
+
+    @property
     def kv_capacity_tokens(self) -> int | None:
         return None
 
@@ -426,7 +431,7 @@ class TableTiming:
     def decode_step_s(self, batch: int, mean_context: float, load: float) -> float:
         return self.curve.at(max(load, 1.0))[1]
 
-    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float) -> float:
+    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1) -> float:
         ttft = self.curve.at(max(load, 1.0))[0]
         low, high = _PROMPT_SCALE_BOUNDS
         scale = min(max(new_tokens / max(self.curve.mean_input, 1.0), low), high)

@@ -169,12 +169,14 @@ def _entry_and_main(config: ServingConfig) -> tuple[Role, Role]:
 def _per_request_s(
     prefill: ReplicaTiming, decode: ReplicaTiming, workload: Workload, load: float
 ) -> tuple[float, float]:
-    """(prefill seconds, decode seconds per output token) of one request at `load` requests per replica."""
+    """(prefill seconds, decode seconds per output token) of one request at `load` requests per replica; with
+    attention DP the ranks prefill side by side, so a request holds the replica for a share of its forward."""
     prompt = workload.input_tokens.mean
     cached = prompt * workload.prefix_cache_hit_rate
     context = prompt + workload.output_tokens.mean / 2.0
     batch = max(1, round(load))
-    first = prefill.prefill_s(prompt - cached, cached, load)
+    ranks = prefill.attention_ranks
+    first = prefill.prefill_s(prompt - cached, cached, load, ranks) / ranks
     token = decode.decode_step_s(batch, context, load) / decode.accept_length
     return first, token
 

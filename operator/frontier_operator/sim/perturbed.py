@@ -187,7 +187,7 @@ class ModelTiming:
     transfer_fixed_s: float
     sizes: tuple[int, ...]
     _decode_memo: dict[int, tuple[float, float]] = field(default_factory=dict, compare=False, repr=False)
-    _prefill_memo: dict[tuple[float, float], float] = field(default_factory=dict, compare=False, repr=False)
+    _prefill_memo: dict[tuple[float, float, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def prefill_mode(self) -> PrefillMode:
@@ -201,6 +201,10 @@ class ModelTiming:
     def chunk_tokens(self) -> int:
         chunk = self.worker.chunked_prefill_size
         return chunk if chunk > 0 else _UNCHUNKED
+
+    @property
+    def attention_ranks(self) -> int:
+        return max(1, self.worker.attention_dp)
 
     @property
     def kv_capacity_tokens(self) -> int | None:
@@ -271,27 +275,30 @@ class ModelTiming:
             seconds *= self.eager_penalty
         return seconds * self.factors.decode
 
-    def _prefill_node(self, new: float, prefix: float) -> float:
-        key = (new, prefix)
+    def _prefill_node(self, new: float, prefix: float, ranks: int) -> float:
+        key = (new, prefix, ranks)
         seconds = self._prefill_memo.get(key)
         if seconds is None:
             new = max(1.0, new)
-            seconds = self.model.prefill_time(self.arch, self.gpu, self.worker, new + prefix, cached_tokens=prefix)
+            seconds = self.model.prefill_time(
+                self.arch, self.gpu, self.worker, new + prefix, cached_tokens=prefix, requests=ranks
+            )
             self._prefill_memo[key] = seconds
         return seconds
 
-    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float) -> float:
+    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1) -> float:
         if new_tokens <= 0:
             return 0.0
         # Bilinear on a log grid (8 nodes per doubling of new tokens, 2 per doubling of prefix): within about
         # 1 % of the model, with a few hundred model evaluations per simulation instead of one per chunk.
         n_low, n_high, n_weight = _log_grid(new_tokens, 8)
         p_low, p_high, p_weight = _log_grid(prefix_tokens, 2)
-        low = self._prefill_node(n_low, p_low) * (1 - p_weight) + self._prefill_node(n_low, p_high) * p_weight
+        node = self._prefill_node
+        low = node(n_low, p_low, ranks) * (1 - p_weight) + node(n_low, p_high, ranks) * p_weight
         if n_weight <= 0:
             seconds = low
         else:
-            high = self._prefill_node(n_high, p_low) * (1 - p_weight) + self._prefill_node(n_high, p_high) * p_weight
+            high = node(n_high, p_low, ranks) * (1 - p_weight) + node(n_high, p_high, ranks) * p_weight
             seconds = low * (1 - n_weight) + high * n_weight
         return seconds * self.factors.prefill
 

@@ -52,6 +52,11 @@ class ReplicaTiming(Protocol):
         ...
 
     @property
+    def attention_ranks(self) -> int:
+        """SHARED_GPU: attention-DP ranks; each prefills its own requests, all in the same forward (1 otherwise)."""
+        ...
+
+    @property
     def kv_capacity_tokens(self) -> int | None:
         """Tokens of KV the worker holds; None when the truth does not bound it (a measured table)."""
         ...
@@ -94,8 +99,9 @@ class ReplicaTiming(Protocol):
         `load` is the number of requests in flight on the replica (used by load-indexed truths)."""
         ...
 
-    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float) -> float:
-        """SHARED_GPU: seconds of one prefill iteration computing `new_tokens` after `prefix_tokens` of context.
+    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1) -> float:
+        """SHARED_GPU: seconds of one prefill iteration computing `new_tokens` after `prefix_tokens` of context
+        on each of `ranks` attention-DP ranks at once.
         LOAD_INDEXED: the time from admission to first token of one request with `new_tokens` to compute."""
         ...
 
