@@ -20,6 +20,7 @@ from frontier_operator.planner.plan import make_plan
 from frontier_operator.planner.types import Disaggregation, GpuPool, Plan, PlanRequest
 from frontier_operator.tuning.actions import Decision, gate
 from frontier_operator.tuning.apply import applied_after, model_after
+from frontier_operator.tuning.budget import ErrorBudget
 from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric
 from frontier_operator.tuning.loop import tune
 from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
@@ -123,6 +124,16 @@ def context(**fields: object) -> ModelContext:
         image=IMAGE,
     )
     return replace(model, **fields)  # type: ignore[arg-type]
+
+
+def budget_spent(missed: int = 2, *, end: float = NOW - WINDOW_S) -> CalibrationState:
+    """A calibration whose error budget the last `missed` back-to-back windows (ending at `end`) spent: the next
+    violation is acted on even where the model does not confirm it — what the remedy tests are about."""
+    budget = ErrorBudget()
+    for index in range(missed, 0, -1):
+        window_end = end - (index - 1) * WINDOW_S
+        budget = budget.record(window_end - WINDOW_S, window_end, True)
+    return CalibrationState(budget=budget)
 
 
 def runner_up(index: int = 0) -> ServingConfig:

@@ -111,6 +111,11 @@ def format_explanation(target: dict[str, Any]) -> str:
             f"\nCalibration: TTFT ×{calibration['ttftFactor']:.2f}, TPOT ×{calibration['tpotFactor']:.2f},"
             f" confidence {calibration['confidence']:.2f} over {calibration['samples']} windows"
         )
+    if calibration and calibration.get("sloWindows"):
+        out.append(
+            f"SLO windows of the fleet in force (6 h): {calibration['sloWindowsMissed']} of "
+            f"{calibration['sloWindows']} missed, {calibration['sloWindowsAllowed']} allowed by the 95 % goal"
+        )
     out += _sweep_lines(status.get("sweep") or {})
     if status.get("history"):
         out.append("\nHistory")

@@ -51,6 +51,7 @@ from tuning_support import (
     Truth,
     applied,
     base_plan,
+    budget_spent,
     context,
     group,
     observation,
@@ -70,7 +71,7 @@ def _decide(
     policy: TuningPolicy = POLICY,
     now: float = NOW,
 ) -> Decision:
-    return decide(obs, state or applied(), model or context(), policy, now)
+    return decide(obs, state or applied(), model or context(calibration=budget_spent()), policy, now)
 
 
 def _hold(decision: Decision) -> Hold:
@@ -152,7 +153,7 @@ def test_replicas_added_recently_are_not_removed_yet() -> None:
 
 
 def test_at_the_gpu_budget_a_violation_is_reported_not_acted_on() -> None:
-    model = context(request=scenario_request(max_gpus=10))
+    model = context(request=scenario_request(max_gpus=10), calibration=budget_spent())
     decision = _decide(observation(group(ttft_p99=4.6)), model=model)
     assert _hold(decision) is Hold.GPU_BUDGET
     assert "10-GPU budget" in decision.reason
@@ -203,7 +204,7 @@ def test_ttft_violated_in_pd_with_decode_slack_shifts_the_ratio() -> None:
         group(Role.PREFILL, ttft_p99=4.6, tpot_p50=None, running=10),
         group(Role.DECODE, ttft_p99=4.6, tpot_p50=0.015, running=30),
     )
-    decision = _decide(obs, applied(two_decoders), context(request=request, plan=plan))
+    decision = _decide(obs, applied(two_decoders), context(request=request, plan=plan, calibration=budget_spent()))
     assert decision.action == SetPdRatio(prefill_from=2, prefill_to=3, decode_from=2, decode_to=1)
     assert "same GPUs" in decision.reason
 

@@ -254,6 +254,13 @@ class CalibrationStatus(ApiModel):
     """0–1; grows with evidence and shrinks the planner's safety margin."""
     samples: int = 0
     """Observation windows folded in."""
+    slo_windows: int = 0
+    """Back-to-back metric windows of the fleet in force over the last 6 h (the SLO's error budget)."""
+    slo_windows_missed: int = 0
+    """Of those, windows that missed an SLO."""
+    slo_windows_allowed: int = 0
+    """Misses the goal (every SLO in 95 % of windows) allows before a violation the model does not confirm is
+    acted on."""
 
 
 class Recommendation(ApiModel):

@@ -209,7 +209,7 @@ def tick(inputs: TickInput) -> TickResult:
     report = TuningReport(
         conditions=_conditions(inputs, decision, calibration),
         observed=_observed(inputs.observation),
-        calibration=_calibration_status(calibration),
+        calibration=_calibration_status(calibration, applied),
         recommendation=recommendation,
         history=tuple(history),
         events=tuple(events),
@@ -383,8 +383,9 @@ def _observed(observation: Observation | None) -> ObservedStatus | None:
     )
 
 
-def _calibration_status(calibration: CalibrationState) -> CalibrationStatus:
+def _calibration_status(calibration: CalibrationState, applied: AppliedState) -> CalibrationStatus:
     ttft, tpot = calibration.of_metric(LatencyMetric.TTFT), calibration.of_metric(LatencyMetric.TPOT)
+    budget = calibration.budget.standing(applied.fleet_changed_at)
 
     def percent(error: float | None) -> float | None:
         return None if error is None else round(100 * error, 1)
@@ -396,4 +397,7 @@ def _calibration_status(calibration: CalibrationState) -> CalibrationStatus:
         tpot_error_percent=percent(tpot.error) if tpot else None,
         confidence=round(calibration.confidence, 3),
         samples=max((e.windows for e in calibration.estimates), default=0),
+        slo_windows=budget.windows,
+        slo_windows_missed=budget.missed,
+        slo_windows_allowed=budget.allowed,
     )

@@ -29,16 +29,13 @@ from frontier_operator.sim.fleet import FleetSimulation
 from frontier_operator.sim.observe import observe_window
 from frontier_operator.sim.timing import PrefillMode, ReplicaTiming, Truth, Unavailable
 from frontier_operator.sim.traffic import TrafficPattern
+from frontier_operator.tuning.budget import WINDOW_GOAL, allowed_misses
 from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
 
 # The capacity bound is a mean-value estimate; shrinking the replicas it implies keeps it a lower bound.
 _CAPACITY_OPTIMISM = 1.3
 # A fleet must finish this share of what arrived while it was measured (below: it is falling behind).
 SERVED_FRACTION = 0.95
-# The share of windows in which every SLO must hold: the closed loop's own goal (≥ 95 % of windows after
-# settling). Demanding every window instead makes the oracle's verdict on a fleet near its limit a coin toss
-# — one p99 of a heavy-tailed window over by a few percent fails it — and the yardstick then over-provisions.
-WINDOW_GOAL = 0.95
 
 
 def cost_per_mtok(config: ServingConfig, workload: Workload, price_per_gpu_hour: Mapping[str, float] | float) -> float:
@@ -108,11 +105,6 @@ class OracleResult:
     @property
     def cost_per_mtok(self) -> float | None:
         return None if self.best is None else self.best.cost_per_mtok
-
-
-def allowed_misses(windows: int, window_goal: float) -> int:
-    """Windows that may miss an SLO while `window_goal` of `windows` still meet every one."""
-    return math.floor((1.0 - window_goal) * windows + 1e-9)
 
 
 def check_config(

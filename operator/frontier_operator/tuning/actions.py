@@ -28,6 +28,8 @@ class Hold(StrEnum):
     COOLDOWN = "Cooldown"
     CHANGE_BUDGET = "ChangeBudget"
     HYSTERESIS = "WithinHysteresis"
+    # A violation the calibrated model does not confirm, absorbed by the SLO's error budget (`tuning.budget`).
+    ERROR_BUDGET = "WithinErrorBudget"
     STABILIZING = "ScaleDownStabilization"
     GPU_BUDGET = "AtGpuBudget"
     NO_REMEDY = "NoRemedy"

@@ -51,10 +51,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from statistics import NormalDist
 
 from frontier_operator.perf.types import Percentiles, Prediction, Role, ServingConfig
 from frontier_operator.planner.types import SloMetric
+from frontier_operator.tuning.budget import ErrorBudget
 from frontier_operator.tuning.observation import Observation, Variant
 from frontier_operator.tuning.slo import latency_group
 from frontier_operator.tuning.structure import latency_role, layout_key, structure_key, worker_key
@@ -98,7 +98,7 @@ class CalibrationSettings:
     # Window-to-window jitter of real serving at a fixed load (relative).
     jitter: float = 0.03
     # Relative standard error of the median times √n: for log-normal latencies with σ ≈ 0.5 it is
-    # σ·√(p(1−p))/φ(z) ≈ 0.63 (`percentile_spread` scales it to other percentiles: p90 0.86, p99 1.87).
+    # σ·√(p(1−p))/φ(z) ≈ 0.63.
     quantile_spread: float = 0.63
     # Drift: observed / planned departs by more than this, continuously for this many window lengths.
     drift_threshold: float = 0.20
@@ -227,6 +227,8 @@ class CalibrationState:
     # The last window folded in: its end and its length (overlapping windows count only their fresh part).
     last_window_end: float | None = None
     last_window_s: float | None = None
+    # Which back-to-back windows of the stable pods met the SLO (`budget`): learnt from the same windows.
+    budget: ErrorBudget = field(default_factory=ErrorBudget)
     settings: CalibrationSettings = field(default_factory=CalibrationSettings)
 
     def estimate(self, role: Role, metric: LatencyMetric) -> Estimate | None:
@@ -562,22 +564,6 @@ def _moved(
         last_served_per_s=measurement.observed_s,
         last_modelled_per_s=measurement.predicted_s,
     )
-
-
-def percentile_spread(median_spread: float, percentile: int) -> float:
-    """Relative standard error × √n of the `percentile`-th percentile, from the median's, for log-normal latencies.
-
-    The error of a sample quantile is √(p(1−p)/n) / f(q); for a log-normal, in log terms, σ·√(p(1−p))/φ(z_p).
-    Relative to the median's it grows into the tail: ×1.36 at p90, ×1.68 at p95, ×2.98 at p99. A window's p99
-    of a few hundred requests is a handful of the slowest of them.
-    """
-    p = min(max(percentile / 100.0, 1e-6), 1.0 - 1e-6)
-    normal = NormalDist()
-
-    def shape(q: float) -> float:
-        return math.sqrt(q * (1.0 - q)) / normal.pdf(normal.inv_cdf(q))
-
-    return median_spread * shape(p) / shape(0.5)
 
 
 def rebase(state: CalibrationState) -> CalibrationState:

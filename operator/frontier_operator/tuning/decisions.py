@@ -17,8 +17,8 @@ table):
    not hold it back);
 7. within the cooldown, or the hourly change budget spent → nothing;
 8. an SLO violated → nothing while the window still holds the backlog of before the last capacity-adding
-   step or promotion, while pods being retired served in the window, or while the violation is within one
-   window's sampling noise and the calibrated model predicts the fleet under the limit; otherwise the
+   step or promotion, while pods being retired served in the window, or while the calibrated model predicts
+   the fleet under the limit, no role is saturated and the SLO's error budget absorbs the window; otherwise the
    cheapest remedy predicted to clear it: per-token latency (TPOT/ITL) → lower the batch cap if TTFT can
    absorb the queueing, else shift the P:D ratio toward decode, else add decode replicas; TTFT → raise a
    binding cap with queueing if per-token latency has slack, else shift P:D toward prefill, else add
@@ -37,14 +37,13 @@ table):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 
 from frontier_operator.perf.types import Role, Workload
 from frontier_operator.planner.types import PER_TOKEN_METRICS, Plan, SloMetric
 from frontier_operator.tuning.actions import Decision, Hold, NoAction, ReplanCause, SloStanding
-from frontier_operator.tuning.calibration import percentile_spread
+from frontier_operator.tuning.budget import WINDOW_GOAL
 from frontier_operator.tuning.canary import (
     canary_health,
     cheaper_canary,
@@ -74,10 +73,6 @@ from frontier_operator.tuning.steps import (
 )
 from frontier_operator.tuning.structure import decoding_role, latency_role, same_structure, with_replicas
 from frontier_operator.tuning.workload import demand, serving_group, variant_workload
-
-# How many sigmas of a window's sampling noise a violation must exceed before capacity is added for it
-# (unless the calibrated model confirms it): two, so a fleet that meets its SLO is not grown on a 2.5 % tail.
-NOISE_SIGMAS = 2.0
 
 
 def decide(
@@ -144,7 +139,7 @@ def decide(
     if held is not None:
         return held
     if any(x.violated for x in standing):
-        held = _draining_backlog(s) or _within_noise(s, samples)
+        held = _draining_backlog(s) or _within_budget(s)
         if held is not None:
             return held
         return s.decision(_remedy(s))
@@ -252,36 +247,34 @@ def _draining_backlog(s: Situation) -> Decision | None:
     )
 
 
-def _within_noise(s: Situation, samples: int) -> Decision | None:
-    """Hold a violation that one window's sampling noise explains and the calibrated model does not confirm.
+def _within_budget(s: Situation) -> Decision | None:
+    """Hold a violation the calibrated model does not confirm while the SLO's error budget absorbs it.
 
-    A percentile of n requests scatters by about its spread/√n (the median 3.6 % at 300, p99 10.8 %:
-    `percentile_spread`); the decision windows
-    overlap, so a fleet that meets its SLO on every back-to-back window can still show one sliding window a
-    fraction of a percent over (a single DeepSeek-R1 replica at p50 TPOT 40.1 ms of 40 ms, every window met,
-    answered by a second replica held for six hours by the reversal guard). A violation counts as noise only
-    while it is within two such sigmas of its limit *and* the calibrated model — smoothed over every window
-    so far — predicts the running fleet under that limit; a real violation soon fails one of the two, since
-    the calibration follows what the windows keep showing.
+    Capacity added for a window serves the windows after it. A violation that the model — smoothed over every
+    window so far — does not predict for the running fleet at today's traffic, on a fleet that is not saturated,
+    is a burst or a percentile's sampling noise until the windows say otherwise: the goal forgives one window
+    in twenty (`budget.WINDOW_GOAL`), and a fleet that spends more than that is acted on at its next miss,
+    however small (`tuning.budget`).
     """
-    settings = s.model.calibration.settings
     smoothed = s.predict_absolute(s.config)
-    if smoothed is None:
+    if smoothed is None or s.saturated_fleet:
         return None
-    sigmas = []
-    for item, predicted in zip(s.standing, smoothed, strict=True):
-        if not item.violated or item.observed_s is None:
-            continue
-        sigma = percentile_spread(settings.quantile_spread, item.bound.percentile) / math.sqrt(max(samples, 1))
-        beyond_noise = math.log(item.observed_s / item.bound.limit_s) > NOISE_SIGMAS * sigma
-        if beyond_noise or not predicted <= item.bound.limit_s:
-            return None
-        sigmas.append(sigma)
+    confirmed = (
+        item.violated and not predicted <= item.bound.limit_s
+        for item, predicted in zip(s.standing, smoothed, strict=True)
+    )
+    if any(confirmed):
+        return None
+    budget = s.model.calibration.budget.with_miss(
+        s.applied.fleet_changed_at, s.observation.window_start, s.observation.window_end
+    )
+    if not budget.within:
+        return None
     return Decision(
-        NoAction(Hold.HYSTERESIS),
-        f"{describe_violation([x for x in s.standing if x.violated])}: within one window's sampling noise "
-        f"(±{max(sigmas, default=0.0):.1%} at {samples} requests) and the calibrated model predicts the fleet "
-        "under the limit: not a confirmed violation",
+        NoAction(Hold.ERROR_BUDGET),
+        f"{describe_violation([x for x in s.standing if x.violated])}, but the calibrated model predicts the fleet "
+        f"under the limit at this traffic and the error budget absorbs the window ({budget.describe()} of the "
+        f"fleet in force; the goal is {WINDOW_GOAL:.0%} of windows met): not acted on unless the windows keep missing",
         s.now,
         s.standing,
     )

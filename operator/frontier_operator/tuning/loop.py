@@ -14,8 +14,9 @@ from frontier_operator.tuning.forecast import raw_prediction
 from frontier_operator.tuning.observation import Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
 from frontier_operator.tuning.predictor import role_capacities
+from frontier_operator.tuning.slo import standings
 from frontier_operator.tuning.state import AppliedState, ModelContext
-from frontier_operator.tuning.workload import variant_workload
+from frontier_operator.tuning.workload import serving_group, variant_workload
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ def calibrate(
         return calibration
     if not _settled(applied, policy, now):
         return calibration
+    calibration = _record_window(calibration, observation, model, policy)
     pool = model.pool(applied.pool)
     workload = variant_workload(observation, Variant.STABLE, model.plan_workload or model.request.workload)
     if pool is None or workload is None:
@@ -60,6 +62,20 @@ def calibrate(
         raw=predicted,
     )
     return update_calibration(calibration, observation, applied.config, predicted, now, role_capacities=limits)
+
+
+def _record_window(
+    calibration: CalibrationState, observation: Observation, model: ModelContext, policy: TuningPolicy
+) -> CalibrationState:
+    """The window in the error budget's ledger, when it has every SLO's value from enough requests."""
+    standing = standings(model.request.slos, observation, Variant.STABLE)
+    group = serving_group(observation, Variant.STABLE)
+    if group is None or group.samples < policy.min_samples or any(x.observed_s is None for x in standing):
+        return calibration
+    missed = any(x.violated for x in standing)
+    return replace(
+        calibration, budget=calibration.budget.record(observation.window_start, observation.window_end, missed)
+    )
 
 
 def tune(

@@ -22,6 +22,10 @@ class ChangeKind(StrEnum):
     ROLLBACK = "RollbackCanary"
 
 
+# Changes that replace what the stable pods run (a canary's start or rollback leaves them as they were).
+FLEET_CHANGES = frozenset({ChangeKind.SCALE, ChangeKind.BATCH_CAP, ChangeKind.PD_RATIO, ChangeKind.PROMOTE})
+
+
 @dataclass(frozen=True)
 class ChangeRecord:
     """One applied change, from the target's history: what the cooldown and the change budget count."""
@@ -83,6 +87,11 @@ class AppliedState:
     def pending(self) -> tuple[RoleReadiness, ...]:
         """Roles with fewer ready replicas than desired: a previous step has not finished."""
         return tuple(r for r in self.readiness if r.ready < r.desired)
+
+    @property
+    def fleet_changed_at(self) -> float | None:
+        """When the stable pods last started to run something else (None: not since the loop began)."""
+        return max((r.at for r in self.history if r.kind in FLEET_CHANGES), default=None)
 
 
 @dataclass(frozen=True)
