@@ -126,7 +126,7 @@ def context(**fields: object) -> ModelContext:
     return replace(model, **fields)  # type: ignore[arg-type]
 
 
-def budget_spent(missed: int = 2, *, end: float = NOW - WINDOW_S) -> CalibrationState:
+def budget_spent(missed: int = 3, *, end: float = NOW - WINDOW_S) -> CalibrationState:
     """A calibration whose error budget the last `missed` back-to-back windows (ending at `end`) spent: the next
     violation is acted on even where the model does not confirm it — what the remedy tests are about."""
     budget = ErrorBudget()
