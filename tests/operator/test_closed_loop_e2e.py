@@ -390,7 +390,7 @@ def test_sustained_slack_canaries_a_cheaper_configuration_and_promotes_it(
             )
             promote = first_change(target, "promote canary")
             assert promote is not None and "meets every SLO" in promote["reason"], promote
-            wait_until(lambda: loop.told("PromoteCanary"), timeout=10, what="the twin to promote")
+            wait_until(lambda: loop.told("PromoteCanary"), timeout=30, what="the twin to promote")
             # The old fleet goes only once the promoted one is whole (the kubelet checks it when it deletes).
             wait_until(lambda: len(watch.revisions()) == 1, timeout=30, what="the replaced revision pruned")
             initial = history(target)[0]["action"].removeprefix("rolled out ")

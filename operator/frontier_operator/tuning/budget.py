@@ -24,11 +24,9 @@ from dataclasses import dataclass
 
 # The share of windows in which every SLO must hold: the closed loop's goal, and the oracle's yardstick.
 WINDOW_GOAL = 0.95
-# The budget is counted over at least this many windows (3 h 20 min), so a young fleet may miss two: a fleet
-# that meets the goal exactly misses one window in twenty, and one that may spend only one miss in its first
-# twenty-odd windows is acted on about a third of the time (binomial, p = 5 %: P(≥ 2 of 25) = 36 %) — capacity
-# added to fleets that needed none. Two of forty leaves about the same odds (32 %) over twice the time.
-MIN_BUDGET_WINDOWS = 40
+# The budget is counted over at least this many windows, so a young fleet may miss one (a fleet judged on
+# three windows would otherwise have none to spend) — the same twenty windows the oracle is judged on.
+MIN_BUDGET_WINDOWS = 20
 # Windows older than this are forgotten: the budget follows today's traffic, like the reversal guard.
 BUDGET_HORIZON_S = 6 * 3600.0
 
