@@ -48,6 +48,12 @@ def format_status(target: dict[str, Any]) -> str:
             f"  decided      {tuning['lastDecision']} at {tuning.get('lastEvaluatedAt', '-')}: "
             f"{tuning.get('lastDecisionReason', '')[:160]}"
         )
+    calibration = status.get("calibration") or {}
+    if calibration.get("sloWindows"):
+        lines.append(
+            f"  budget       {calibration['sloWindowsMissed']} of {calibration['sloWindows']} windows of the fleet in"
+            f" force missed in 6 h, {calibration['sloWindowsAllowed']} allowed (goal: every SLO in 95 % of windows)"
+        )
     if status.get("canary"):
         canary = status["canary"]
         lines.append(
@@ -110,11 +116,6 @@ def format_explanation(target: dict[str, Any]) -> str:
         out.append(
             f"\nCalibration: TTFT ×{calibration['ttftFactor']:.2f}, TPOT ×{calibration['tpotFactor']:.2f},"
             f" confidence {calibration['confidence']:.2f} over {calibration['samples']} windows"
-        )
-    if calibration and calibration.get("sloWindows"):
-        out.append(
-            f"SLO windows of the fleet in force (6 h): {calibration['sloWindowsMissed']} of "
-            f"{calibration['sloWindows']} missed, {calibration['sloWindowsAllowed']} allowed by the 95 % goal"
         )
     out += _sweep_lines(status.get("sweep") or {})
     if status.get("history"):

@@ -8,6 +8,7 @@ import kubernetes
 import pytest
 
 from frontier_operator.cli import main
+from frontier_operator.cli_sre import format_status
 from k8s_standin.fixtures import get_object, mark_deployment_ready, wait_for, wait_for_object
 from operator_support import FT, OPERATOR, create, engine_deployments, has_condition, target_document
 
@@ -60,3 +61,10 @@ def test_status_explain_and_the_runbook_annotations(
     assert "no pending recommendation" in capsys.readouterr().err
     assert main(["status", "no-such-target", "-n", namespace]) == 2
     assert "404" in capsys.readouterr().err
+
+
+def test_status_shows_the_error_budget_of_the_fleet_in_force() -> None:
+    calibration = {"samples": 31, "sloWindows": 31, "sloWindowsMissed": 1, "sloWindowsAllowed": 1}
+    target = {"metadata": {"namespace": "ns", "name": "t"}, "status": {"calibration": calibration}}
+    assert "budget       1 of 31 windows of the fleet in force missed in 6 h, 1 allowed" in format_status(target)
+    assert "budget" not in format_status({"metadata": {}, "status": {"calibration": {"samples": 0}}})
