@@ -61,14 +61,13 @@ class ErrorBudget:
 
     def standing(self, since: float | None) -> BudgetStanding:
         """Windows and misses of the fleet in force, changed last at `since`."""
-        windows = self.of_fleet(since)
-        return BudgetStanding(len(windows), sum(1 for w in windows if w.missed))
+        return _standing(self.of_fleet(since))
 
     def with_miss(self, since: float | None, window_start: float, window_end: float) -> BudgetStanding:
         """The standing if the window just observed missed, counted once: it may be the last recorded window,
         or overlap a recorded miss (the same event, seen again by a sliding window), or be a new miss."""
-        recorded = self.standing(since)
         windows = self.of_fleet(since)
+        recorded = _standing(windows)
         last = windows[-1] if windows else None
         if last is not None and (last.end == window_end or (last.missed and window_start < last.end)):
             return recorded
@@ -90,3 +89,7 @@ class BudgetStanding:
 
     def describe(self) -> str:
         return f"{self.missed} of {self.windows} windows missed, {self.allowed} allowed"
+
+
+def _standing(windows: tuple[SloWindow, ...]) -> BudgetStanding:
+    return BudgetStanding(len(windows), sum(1 for w in windows if w.missed))

@@ -32,11 +32,11 @@ lowered to it). Any other window says nothing about capacity, nor does one in wh
 still drain their queue. A capacity factor is specific to the parallel layout it was measured on
 (`structure.layout_key`, whatever the formats and caps): the part of a model error every configuration shares
 (kernel speed) is what the latency corrections carry, while a layout that serves several times less than
-modelled does so by how it schedules work (Kimi-K2.5's attention-DP prefill on the perturbed truth: 5.4× under
-the model, while a TP8 prefill of the same weights served more than modelled). A factor that moved past the
-drift threshold (and twice its own standard deviation) from the one the plan in force was made with is a
-`CapacityDrift`: a saturated window is not noise (the queue it shows took minutes to build), so one window
-suffices.
+modelled does so by how it schedules work (Kimi-K2.5's attention-DP prefill served 5.4× under the model on a
+twin that let one rank prefill at a time, while a TP8 prefill of the same weights served more than modelled).
+A factor that moved past the drift threshold (and twice its own standard deviation) from the one the plan in
+force was made with is a `CapacityDrift`: a saturated window is not noise (the queue it shows took minutes to
+build), so one window suffices.
 
 **Other configurations.** A model's error is partly shared by every configuration on this cluster
 (kernels, framework overhead) and partly specific to one layout. With the two parts of equal prior
@@ -79,8 +79,9 @@ MAX_PLAUSIBLE_FACTOR = 3.0
 DEFAULT_PRIOR_SIGMA = 0.25
 # Prior standard deviation (log space) of a role's capacity factor: a factor e either way at one sigma. A layout
 # can serve several times less than modelled (scheduling the model does not describe: Kimi-K2.5's attention-DP
-# prefill on the perturbed truth served 5.4× less), and one saturated window — a count of thousands of
-# completions — must be able to say so; the latencies' prior (the model's ±10–25 %) would hold it to a third.
+# prefill served 5.4× less on a twin that let one rank prefill at a time), and one saturated window — a count of
+# thousands of completions — must be able to say so; the latencies' prior (the model's ±10–25 %) would hold it to
+# a third.
 CAPACITY_PRIOR_SIGMA = 1.0
 
 

@@ -221,9 +221,7 @@ def cheaper_canary(s: Situation) -> Proposal | None:
         return None
     for candidate in _neighbours(s):
         prediction = s.forecaster.predict(candidate.config, candidate.pool, workload)
-        if prediction is None or not s.forecaster.meets(prediction, s.slos):
-            continue
-        if not s.forecaster.carries(prediction, workload, s.policy.capacity_headroom):
+        if prediction is None or not s.serves(prediction, workload):
             continue
         if prediction.cost_per_mtok < stable_cost * (1.0 - s.policy.promote_margin):
             saving = 1.0 - prediction.cost_per_mtok / stable_cost
@@ -272,9 +270,7 @@ def remedy_canary(s: Situation) -> Proposal | None:
         if pool is None or candidate.config.total_gpus > pool.max_gpus:
             continue
         prediction = s.forecaster.predict(candidate.config, pool, workload)
-        if prediction is None or not s.forecaster.meets(prediction, s.slos):
-            continue
-        if not s.forecaster.carries(prediction, workload, s.policy.capacity_headroom):
+        if prediction is None or not s.serves(prediction, workload):
             continue
         priced.append((prediction.cost_per_mtok, candidate.config, pool, prediction))
     stable_cost = _stable_cost(s, workload)
@@ -399,11 +395,7 @@ def _most_promising(
         # What `cheaper_canary` would start is not exploration; a candidate predicted much cheaper but short of
         # the SLO by less than its uncertainty is (it fell through both rules before: Llama-70B's TP2 fleet,
         # half the GPUs of the plan, predicted a few percent over the limit, was the oracle).
-        plain = (
-            expected_gain > s.policy.promote_margin
-            and s.forecaster.meets(prediction, s.slos)
-            and s.forecaster.carries(prediction, workload, s.policy.capacity_headroom)
-        )
+        plain = expected_gain > s.policy.promote_margin and s.serves(prediction, workload)
         if not optimistic_slo or plain:
             continue
         if optimistic_gain > s.policy.promote_margin and (best is None or optimistic_gain > best[0]):

@@ -120,6 +120,14 @@ class Situation:
             return None
         return tuple(item.bound.predicted(prediction) for item in self.standing)
 
+    def serves(self, prediction: Prediction | None, workload: Workload) -> bool:
+        """`prediction` meets every SLO with the planner's margins and carries `workload` with the headroom."""
+        return (
+            prediction is not None
+            and self.forecaster.meets(prediction, self.slos)
+            and self.forecaster.carries(prediction, workload, self.policy.capacity_headroom)
+        )
+
     def fits(self, values: tuple[float, ...], band: float) -> bool:
         """Every projected value at least `band` (relative) under its limit."""
         return all(
