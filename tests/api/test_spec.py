@@ -75,6 +75,10 @@ def test_slo_objectives_list_every_bound() -> None:
         ({"model": {"name": "x", "config": {}}}, "spec.model.config: give exactly one of inline and configMapRef"),
         ({"model": {"name": "x", "checkpoints": {"int3": "a/b"}}}, "spec.model.checkpoints.int3 (key):"),
         ({"serving": {"env": [{"name": "1BAD"}]}}, "spec.serving.env[0].name:"),
+        (
+            {"workload": {"requestRate": 1e307, "inputTokens": {"mean": "2k"}, "outputTokens": {"mean": 500}}},
+            "spec.workload: requestRate 1e+307/s is above 1000000/s; split traffic",
+        ),
     ],
 )
 def test_invalid_specs_name_the_field_and_the_fix(overrides: dict[str, Any], expected: str) -> None:

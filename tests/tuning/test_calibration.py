@@ -19,14 +19,16 @@ from frontier_operator.tuning.calibration import (
     rebase,
     update_calibration,
 )
-from frontier_operator.tuning.observation import Variant
+from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
 from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.structure import with_replicas
 from frontier_operator.tuning.workload import (
+    HALF_LIFE_WINDOWS,
     MIN_REQUESTS_TO_REPLACE,
     WorkloadEstimate,
     effective_workload,
     fleet_workload,
+    rate_ahead,
     update_workload,
     variant_workload,
     workload_shift,
@@ -190,10 +192,13 @@ def test_a_new_reference_configuration_inherits_a_transferred_prior() -> None:
 
 # ------------------------------------------------------------------------------------------- workload
 
+# Traffic that has run for an hour: its windows see requests of every length.
+SERVING = WorkloadEstimate(serving_since=NOW - 3600.0)
+
 
 def test_the_observed_workload_replaces_the_spec_only_with_enough_requests() -> None:
     heavier = observation(group(rate=6.0, samples=600))
-    estimate = update_workload(WorkloadEstimate(), heavier)
+    estimate = update_workload(SERVING, heavier)
     assert estimate.request_rate_per_s == pytest.approx(6.0)
     assert estimate.input_tokens == pytest.approx(WORKLOAD.input_tokens.mean)
     assert effective_workload(WORKLOAD, estimate) == WORKLOAD  # 600 requests are not enough
@@ -206,12 +211,52 @@ def test_the_observed_workload_replaces_the_spec_only_with_enough_requests() -> 
 
 
 def test_the_average_follows_traffic_with_its_half_life() -> None:
-    estimate = WorkloadEstimate()
+    estimate = SERVING
     for _ in range(30):
         estimate = update_workload(estimate, observation(group(rate=4.0)))
     for _ in range(6):  # one half-life
         estimate = update_workload(estimate, observation(group(rate=8.0)))
     assert estimate.request_rate_per_s == pytest.approx(6.0, rel=0.01)
+
+
+def _slow_tail(window: GroupObservation, p99_s: float) -> GroupObservation:
+    return replace(window, e2e=Percentiles(p99_s / 10, p99_s / 3, p99_s / 2, p99_s))
+
+
+def test_windows_of_traffic_younger_than_its_slow_requests_stay_out_of_the_estimate() -> None:
+    # Ten-minute requests: the windows of the first ten minutes of traffic miss them and read short outputs.
+    def window(start: float, mean_output: float) -> Observation:
+        shortened = replace(group(rate=4.0), output_tokens_per_s=4.0 * mean_output)
+        return Observation(start, start + WINDOW_S, (_slow_tail(shortened, 600.0),))
+
+    estimate = update_workload(WorkloadEstimate(), window(NOW, 700.0))
+    assert estimate.serving_since == NOW and estimate.output_tokens is None and estimate.requests == 0
+    estimate = update_workload(estimate, window(NOW + WINDOW_S, 850.0))
+    assert estimate.output_tokens is None  # five minutes in: still younger than the 600 s tail
+    estimate = update_workload(estimate, window(NOW + 2 * WINDOW_S, 1000.0))
+    assert estimate.output_tokens == pytest.approx(1000.0) and estimate.windows == 1
+    assert estimate.serving_since == NOW
+
+
+def test_traffic_that_stops_starts_young_again_but_missing_data_changes_nothing() -> None:
+    stopped = update_workload(SERVING, observation(replace(group(), request_rate_per_s=0.0)))
+    assert stopped.serving_since is None and stopped.windows == 0
+    unknown = update_workload(SERVING, observation(replace(group(), request_rate_per_s=None)))
+    assert unknown == SERVING
+    # Without an end-to-end histogram the age cannot be judged: the window counts, as before.
+    blind = update_workload(WorkloadEstimate(), observation(replace(group(), e2e=None)))
+    assert blind.windows == 1 and blind.request_rate_per_s == pytest.approx(4.0)
+
+
+def test_the_rate_ahead_extrapolates_a_significant_rise_over_the_averages_lag() -> None:
+    settled = WorkloadEstimate(request_rate_per_s=3.0, windows=30)
+    window = observation(group(rate=4.0))  # 1 200 requests: Poisson noise ±0.12 requests/s
+    lag_s = HALF_LIFE_WINDOWS * WINDOW_S / math.log(2.0)
+    assert rate_ahead(settled, window, 900.0) == pytest.approx(1.0 + (1.0 / lag_s) * 900.0 / 4.0)
+    assert rate_ahead(replace(settled, request_rate_per_s=3.7), window, 900.0) == 1.0  # within 3 sigma
+    assert rate_ahead(replace(settled, request_rate_per_s=5.0), window, 900.0) == 1.0  # falling
+    assert rate_ahead(replace(settled, windows=3), window, 900.0) == 1.0  # not yet an average
+    assert rate_ahead(WorkloadEstimate(), window, 900.0) == 1.0
 
 
 def test_the_fleet_workload_adds_stable_and_canary() -> None:

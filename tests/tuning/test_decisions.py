@@ -210,9 +210,36 @@ def test_ttft_violated_in_pd_with_decode_slack_shifts_the_ratio() -> None:
 
 
 def test_sustained_slack_removes_replicas() -> None:
+    # Five replicas would meet every SLO with the band to spare, but their ~20 requests in flight each would
+    # reach the cap of 32 at their Poisson peaks (20 + 3√20): six is as far as one step goes.
     decision = _decide(observation(QUIET_SEVEN), applied(SEVEN))
-    assert decision.action == ScaleReplicas(Role.UNIFIED, 7, 5)
-    assert "frees 4 GPUs" in decision.reason
+    assert decision.action == ScaleReplicas(Role.UNIFIED, 7, 6)
+    assert "frees 2 GPUs" in decision.reason
+
+
+def _rising_from(level: float) -> ModelContext:
+    """A spent budget, and traffic averaged at `level` requests/s over the last half hour: the window's 4 is a rise."""
+    return context(calibration=replace(budget_spent(), workload=WorkloadEstimate(request_rate_per_s=level, windows=30)))
+
+
+def test_rising_traffic_adds_replicas_before_the_limit_is_reached() -> None:
+    near_limit = observation(group(tpot_p50=0.038))
+    assert _hold(_decide(near_limit, model=_rising_from(4.0))) is Hold.HYSTERESIS  # flat traffic: wait
+    assert _hold(_decide(near_limit, model=_rising_from(3.9))) is Hold.HYSTERESIS  # within the window's noise
+    decision = _decide(near_limit, model=_rising_from(3.0))
+    assert decision.action == ScaleReplicas(Role.UNIFIED, 5, 6)
+    assert "traffic rising at 4.35 requests/s (now 4" in decision.reason
+    assert "projected at p50 TPOT 47.48 ms" in decision.reason
+
+
+def test_a_removal_must_hold_at_the_rate_rising_traffic_reaches() -> None:
+    flat = _decide(observation(QUIET_SEVEN), applied(SEVEN), _rising_from(4.0))
+    assert flat.action == ScaleReplicas(Role.UNIFIED, 7, 6) and "rising" not in flat.reason
+    rising = _decide(observation(QUIET_SEVEN), applied(SEVEN), _rising_from(3.0))
+    assert rising.action == ScaleReplicas(Role.UNIFIED, 7, 6)
+    assert "p50 TPOT 27.45 ms, p99 TTFT 1.6 s at 4.69 requests/s (now 4, rising" in rising.reason
+    # Rising to 5.4 requests/s within the half hour: six replicas would not keep the band there.
+    assert _hold(_decide(observation(QUIET_SEVEN), applied(SEVEN), _rising_from(2.0))) is Hold.SLO_MET
 
 
 # ------------------------------------------------------------------------------------------- canaries
@@ -228,6 +255,15 @@ def test_a_cheaper_structure_in_the_plan_starts_a_canary() -> None:
     assert action.canary.total_gpus == 2 and action.share == POLICY.canary_share
     assert action.predicted_cost_per_mtok is not None and action.stable_cost_per_mtok is not None
     assert action.predicted_cost_per_mtok < action.stable_cost_per_mtok * (1 - POLICY.promote_margin)
+
+
+def test_a_canary_on_a_rising_ramp_is_priced_at_the_rate_it_will_be_judged_on() -> None:
+    window = observation(group(tpot_p50=0.025, ttft_p99=1.5, running=60))
+    flat = _decide(window, applied(runner_up(0)), _rising_from(4.0))
+    assert isinstance(flat.action, StartCanary) and flat.action.config == base_plan().chosen.config
+    # 4 requests/s, 1 above the smoothed rate: priced at 5, where the plan's five TP2 replicas fall short.
+    ramp = _decide(window, applied(runner_up(0)), _rising_from(3.0))
+    assert not (isinstance(ramp.action, StartCanary) and ramp.action.config == base_plan().chosen.config), ramp
 
 
 def test_an_uncertain_neighbour_is_explored_under_an_upper_confidence_rule() -> None:

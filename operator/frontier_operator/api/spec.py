@@ -231,6 +231,10 @@ class LengthSpec(ApiModel):
         return self
 
 
+# A million requests per second: far beyond the largest fleet one target plans (GPU budgets are thousands).
+MAX_REQUEST_RATE_PER_S = 1e6
+
+
 class WorkloadSpec(ApiModel):
     """The traffic the fleet must carry; once enough is observed, the observed workload replaces it."""
 
@@ -254,6 +258,13 @@ class WorkloadSpec(ApiModel):
             raise _field_error(
                 f"requestRate {self.request_rate} is not above zero",
                 "write the peak rate the fleet must carry, e.g. 5/s",
+            )
+        # Past any fleet one target could hold, and past what the search's replica arithmetic can count
+        # (1e307/s overflowed it).
+        if self.request_rate > MAX_REQUEST_RATE_PER_S:
+            raise _field_error(
+                f"requestRate {float(self.request_rate):.4g}/s is above {MAX_REQUEST_RATE_PER_S:.0f}/s",
+                "split traffic this large over several targets",
             )
         return self
 

@@ -65,7 +65,7 @@ from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.slo import describe_standings, standings
 from frontier_operator.tuning.state import CanaryState, ChangeKind
 from frontier_operator.tuning.structure import rejection_key, same_structure, with_replicas
-from frontier_operator.tuning.workload import demand, fleet_workload, serving_group, variant_workload
+from frontier_operator.tuning.workload import averaging_lag_s, demand, fleet_workload, serving_group, variant_workload
 
 # ---------------------------------------------------------------------------------------------- start
 
@@ -103,16 +103,14 @@ def _judged_workload(s: Situation) -> Workload:
     A canary is judged at least `canary_min_duration` after it starts, on the traffic of that later window;
     while the traffic ramps up, a candidate sized for today's window is judged on a heavier load and rolled
     back, having cost its GPUs and two changes (Llama-70B under diurnal traffic: a TP2 canary started on the
-    morning ramp, rolled back 20 min later for capacity). The smoothed rate (half-life six windows) trails a
-    ramp by about its rise over the next half hour, so on the way up the candidate is priced at the window's
-    rate plus that lead; on the way down, at the window's.
+    morning ramp, rolled back 20 min later for capacity). On the way up the candidate is priced at the window's
+    rate plus the smoothed rate's lag behind it (`workload.rate_ahead` over `averaging_lag_s`, 43 min at
+    5-min windows: beyond the judging window, a margin for the canary's own noise); on the way down, at the
+    window's.
     """
     workload = _fleet_workload(s)
-    smoothed = s.model.calibration.workload.request_rate_per_s
-    window = s.workload.request_rate_per_s
-    if smoothed is None or smoothed <= 0 or window <= smoothed:
-        return workload
-    return replace(workload, request_rate_per_s=workload.request_rate_per_s * (2.0 * window - smoothed) / window)
+    factor = s.rise_over(averaging_lag_s(s.policy.window_s))
+    return replace(workload, request_rate_per_s=workload.request_rate_per_s * factor)
 
 
 def _rejected_recently(s: Situation, config: ServingConfig, pool: GpuPool, image: str | None = None) -> bool:

@@ -67,6 +67,7 @@ from frontier_operator.tuning.steps import (
     batch_cap_up,
     describe_violation,
     replicas_reach_within_budget,
+    scale_ahead,
     scale_down,
     scale_up,
     shift_ratio,
@@ -146,6 +147,9 @@ def decide(
     image = image_canary(s)
     if image is not None:
         return s.decision(image)
+    ahead = scale_ahead(s)
+    if ahead is not None:
+        return s.decision(ahead)
     if not all(x.slack(policy.hysteresis) for x in standing):
         return hold(
             Hold.HYSTERESIS,

@@ -13,7 +13,7 @@ from frontier_operator.tuning.forecast import Forecaster
 from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
 from frontier_operator.tuning.state import AppliedState, ModelContext
-from frontier_operator.tuning.workload import effective_workload, role_saturated
+from frontier_operator.tuning.workload import effective_workload, rate_ahead, role_saturated
 
 
 @dataclass(frozen=True)
@@ -73,15 +73,16 @@ class Situation:
     def current_prediction(self) -> Prediction | None:
         return self.forecaster.predict(self.config, self.pool, self.workload)
 
-    def project(self, config: ServingConfig) -> tuple[float, ...] | None:
-        """Each SLO's value (in `standing` order) if the stable fleet became `config` under today's traffic.
+    def project(self, config: ServingConfig, workload: Workload | None = None) -> tuple[float, ...] | None:
+        """Each SLO's value (in `standing` order) if the stable fleet became `config` under today's traffic
+        (or under `workload`).
 
         Anchored on the observation: the observed value times the corrected model's ratio new / current, so
         a step is judged by what the model gets right (how latency moves with replicas or batch) rather
         than by its absolute level. Where the model has no finite current value, its corrected absolute
         prediction is used. None when the model cannot predict `config`.
         """
-        new = self.forecaster.predict(config, self.pool, self.workload)
+        new = self.forecaster.predict(config, self.pool, workload or self.workload)
         if new is None:
             return None
         current = self.current_prediction
@@ -111,6 +112,14 @@ class Situation:
             output_tokens=smoothed.output_tokens,
             prefix_cache_hit_rate=smoothed.prefix_cache_hit_rate,
         )
+
+    def rise_over(self, horizon_s: float) -> float:
+        """The factor (≥ 1) by which rising traffic grows over `horizon_s` (`workload.rate_ahead`)."""
+        return rate_ahead(self.model.calibration.workload, self.observation, horizon_s, self.workload.arrival_cv)
+
+    def workload_in(self, horizon_s: float) -> Workload:
+        """Today's workload at the rate its trend reaches `horizon_s` from now (today's while it is not rising)."""
+        return replace(self.workload, request_rate_per_s=self.workload.request_rate_per_s * self.rise_over(horizon_s))
 
     def predict_absolute(self, config: ServingConfig, workload: Workload | None = None) -> tuple[float, ...] | None:
         """Each SLO's corrected-model value for `config` (at the window's workload, or `workload`): smoothed over

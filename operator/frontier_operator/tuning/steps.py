@@ -11,13 +11,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from frontier_operator.perf.types import Prediction, Role, ServingConfig, WorkerConfig
+from frontier_operator.perf.types import Prediction, Role, ServingConfig, WorkerConfig, Workload
 from frontier_operator.planner.search import CAP_LADDER
 from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
 from frontier_operator.tuning.actions import ScaleReplicas, SetBatchCap, SetPdRatio, SloStanding, format_seconds
 from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.state import ChangeKind
-from frontier_operator.tuning.structure import decoding_role, replicas_of, with_batch_cap, with_replicas
+from frontier_operator.tuning.structure import (
+    decoding_role,
+    latency_role,
+    replicas_of,
+    with_batch_cap,
+    with_replicas,
+)
 from frontier_operator.tuning.workload import queue_exceeds_running
 
 # KV pool fraction in use above which a larger batch cap would only make SGLang retract requests.
@@ -43,8 +49,9 @@ def _all_slack(items: list[SloStanding], band: float) -> bool:
 # ------------------------------------------------------------------------------------------- replicas
 
 
-def scale_up(s: Situation, role: Role) -> Proposal | None:
-    """The fewest extra replicas (at most the step) projected to clear every SLO, within the GPU budget."""
+def scale_up(s: Situation, role: Role, workload: Workload | None = None) -> Proposal | None:
+    """The fewest extra replicas (at most the step) projected to clear every SLO, within the GPU budget, at
+    today's traffic or at `workload`."""
     deployment = s.config.role(role)
     if deployment is None:
         return None
@@ -56,9 +63,9 @@ def scale_up(s: Situation, role: Role) -> Proposal | None:
         config = with_replicas(s.config, role, replicas)
         if config.total_gpus > s.pool.max_gpus:
             break
-        values = s.project(config)
+        values = s.project(config, workload)
         chosen = (replicas, values)
-        clears = _clears(s, config, role, values)
+        clears = _clears(s, config, role, values, workload=workload)
         if clears:
             break
     if chosen is None:
@@ -75,17 +82,53 @@ def scale_up(s: Situation, role: Role) -> Proposal | None:
 
 
 def _clears(
-    s: Situation, config: ServingConfig, role: Role, values: tuple[float, ...] | None, band: float | None = None
+    s: Situation,
+    config: ServingConfig,
+    role: Role,
+    values: tuple[float, ...] | None,
+    band: float | None = None,
+    *,
+    workload: Workload | None = None,
 ) -> bool:
     """`config` is projected to keep every SLO `band` (default: half the hysteresis band) under its limit —
-    and, for a saturated role, to carry the offered rate with the capacity headroom (its latency was projected
-    from a queue, not a service)."""
+    and, for a saturated role, to carry the offered rate (today's, or `workload`'s) with the capacity headroom
+    (its latency was projected from a queue, not a service)."""
     if values is None or not s.fits(values, s.policy.hysteresis / 2 if band is None else band):
         return False
     if not s.saturated(role):
         return True
-    prediction = s.forecaster.predict(config, s.pool, s.workload)
-    return prediction is not None and s.forecaster.carries(prediction, s.workload, s.policy.capacity_headroom)
+    offered = workload or s.workload
+    prediction = s.forecaster.predict(config, s.pool, offered)
+    return prediction is not None and s.forecaster.carries(prediction, offered, s.policy.capacity_headroom)
+
+
+def scale_ahead(s: Situation) -> Proposal | None:
+    """Replicas for the rate rising traffic reaches by the time a step would serve, when the fleet in force is
+    projected over a limit there.
+
+    A step answers a violation a window after it shows and serves a cooldown later, so on a rising edge every
+    step comes late: GLM-5's p99 TTFT under diurnal traffic sat in the hysteresis band for ten minutes while the
+    rate climbed, missed, and only then gained a prefill replica. The lead is the window plus the cooldown;
+    the rise must stand out of the window's noise (`workload.rate_ahead`).
+    """
+    lead_s = s.policy.window_s + s.policy.cooldown_s
+    ahead = s.workload_in(lead_s)
+    if ahead.request_rate_per_s <= s.workload.request_rate_per_s:
+        return None
+    values = s.project(s.config, ahead)
+    if values is None or s.fits(values, 0.0):
+        return None
+    over = [item for item, value in zip(s.standing, values, strict=True) if value > item.bound.limit_s]
+    ttft_only = all(item.bound.metric is SloMetric.TTFT for item in over)
+    role = latency_role(s.config, metric_is_ttft=True) if ttft_only else decoding_role(s.config)
+    proposal = scale_up(s, role, ahead)
+    if proposal is None or not proposal.clears:
+        return None
+    return Proposal(
+        proposal.action,
+        f"traffic rising{_rising_note(s, lead_s)}; the fleet in force is projected at "
+        f"{s.describe_projection(values)} there: {proposal.reason}",
+    )
 
 
 def replicas_reach_within_budget(s: Situation, role: Role) -> bool:
@@ -179,7 +222,10 @@ def _cap_holds(s: Situation, config: ServingConfig, role: Role) -> bool:
     Removing replicas raises the batch at each remaining one; a cap the model's capacity clears can still
     bind, and a binding cap queues requests the model's capacity does not see (a 2 → 1 step at cap 32 for
     about 30 requests in flight overloaded DeepSeek-R1 on the H200 table). The removal must not leave the cap
-    binding by the loop's own test (`CAP_BINDING`, the threshold `batch_cap_up` acts on).
+    binding by the loop's own test (`CAP_BINDING`, the threshold `batch_cap_up` acts on), nor within reach of
+    the in-flight count's peaks — the test a cap raised ahead of a removal passes (`_clear_of_peaks`):
+    DeepSeek-R1 under diurnal traffic went 2 → 1 replica at cap 24 for a mean of about 17 in flight, then
+    missed its p99 TTFT by 5–7× in four windows.
     """
     if role is not decoding_role(config):
         return True
@@ -189,25 +235,47 @@ def _cap_holds(s: Situation, config: ServingConfig, role: Role) -> bool:
     in_flight = _in_flight_per_replica(s, config, role)
     if in_flight is None:
         return True  # no running-requests gauge: the model's capacity check (with headroom) stands alone
-    return math.isfinite(in_flight) and in_flight < CAP_BINDING * deployment.worker.max_running_requests
+    cap = deployment.worker.max_running_requests
+    return math.isfinite(in_flight) and in_flight < CAP_BINDING * cap and _clear_of_peaks(in_flight, cap)
+
+
+def _clear_of_peaks(in_flight: float, cap: int) -> bool:
+    """A cap past the peaks of the in-flight count, not just its mean: requests in flight fluctuate like a Poisson
+    count (Poisson arrivals, each holding its slot for its whole life), so mean + 3√mean is exceeded less than
+    0.2 % of the time (DeepSeek-R1 on one replica at cap 48 for 33 in flight queued at its peaks; at 64 it did
+    not)."""
+    return in_flight + IN_FLIGHT_SIGMAS * math.sqrt(max(in_flight, 0.0)) <= cap
 
 
 def _removal_fits(s: Situation, smaller: ServingConfig, headroom: float | None = None) -> tuple[float, ...] | None:
     """The anchored projection of `smaller` when both it and the calibrated model keep every SLO a band under
-    and the fleet carries the traffic with `headroom` (default: the policy's capacity headroom); else None."""
+    and the fleet carries the traffic with `headroom` (default: the policy's capacity headroom); else None.
+
+    Judged at the rate rising traffic reaches within the scale-down stabilisation window: a removal must hold
+    until capacity could return, and a step back up waits for a window to show the violation, then for the
+    cooldown and the new pods.
+    """
     # Both the window-anchored and the calibrated projection must agree: one quiet window alone does not
     # remove capacity.
-    values = s.project(smaller)
-    smoothed = s.predict_absolute(smaller)
+    ahead = s.workload_in(s.policy.scale_down_stabilization_s)
+    values = s.project(smaller, ahead)
+    smoothed = s.predict_absolute(smaller, ahead)
     if values is None or smoothed is None:
         return None
     if not (s.fits(values, s.policy.hysteresis) and s.fits(smoothed, s.policy.hysteresis)):
         return None
-    prediction = s.forecaster.predict(smaller, s.pool, s.workload)
+    prediction = s.forecaster.predict(smaller, s.pool, ahead)
     spare = s.policy.capacity_headroom if headroom is None else headroom
-    if prediction is None or not s.forecaster.carries(prediction, s.workload, spare):
+    if prediction is None or not s.forecaster.carries(prediction, ahead, spare):
         return None
     return values
+
+
+def _rising_note(s: Situation, horizon_s: float) -> str:
+    now, ahead = s.workload.request_rate_per_s, s.workload_in(horizon_s).request_rate_per_s
+    if ahead <= now:
+        return ""
+    return f" at {ahead:.3g} requests/s (now {now:.3g}, rising: where its trend leads in {horizon_s / 60:.0f} min)"
 
 
 def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> Proposal | None:
@@ -237,11 +305,7 @@ def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> P
         in_flight = _in_flight_per_replica(s, raised, role)
         if in_flight is None or not math.isfinite(in_flight):
             continue
-        # A cap raised anyway is raised past the peaks of the in-flight count, not just its mean: requests in
-        # flight fluctuate like a Poisson count (Poisson arrivals, each holding its slot for its whole life),
-        # so mean + 3√mean is exceeded less than 0.2 % of the time (DeepSeek-R1 on one replica at cap 48 for
-        # 33 in flight queued at its peaks; at 64 it did not).
-        if in_flight + IN_FLIGHT_SIGMAS * math.sqrt(in_flight) > candidate:
+        if not _clear_of_peaks(in_flight, candidate):
             continue
         return Proposal(
             SetBatchCap(role, cap, candidate),
@@ -285,8 +349,8 @@ def scale_down(s: Situation) -> tuple[Proposal | None, list[Role]]:
                 proposal = Proposal(
                     ScaleReplicas(deployment.role, deployment.replicas, target),
                     f"{deployment.role.value} replicas {deployment.replicas} → {target} frees {saved} GPUs; "
-                    f"projected {s.describe_projection(values)}, every SLO at least "
-                    f"{s.policy.hysteresis:.0%} under its limit",
+                    f"projected {s.describe_projection(values)}{_rising_note(s, s.policy.scale_down_stabilization_s)}, "
+                    f"every SLO at least {s.policy.hysteresis:.0%} under its limit",
                 )
                 best = (saved, proposal)
             break

@@ -4,6 +4,11 @@ A window gives the request rate, mean input and output lengths (token rates ÷ r
 prefix-cache hit rate. An exponentially weighted average over windows smooths them; once it rests on
 enough requests, the observed workload replaces the spec's guess for planning. Shapes the metrics cannot
 tell (length spread and maximum, burstiness, kind) stay as the spec says.
+
+SGLang counts a request, its prompt and its output tokens when the request finishes. While the traffic is
+younger than its slowest requests, the long ones have not finished yet: the windows of a fleet that just
+started see the short requests only (Kimi-K2.5's first windows read a mean output of 730 tokens of 1 000
+and re-planned on it). Such windows stay out of the estimate.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from frontier_operator.tuning.observation import GroupObservation, Observation, 
 HALF_LIFE_WINDOWS = 6.0
 # Requests the average must rest on before it replaces the spec's workload.
 MIN_REQUESTS_TO_REPLACE = 1000
+# Standard deviations of a window's count by which its rate must exceed the average to count as rising: the
+# loop tests an overlapping window every minute, 360 in six hours, and a false rise adds capacity.
+RISE_SIGMAS = 4.0
 
 
 def serving_group(observation: Observation, variant: Variant) -> GroupObservation | None:
@@ -165,6 +173,8 @@ class WorkloadEstimate:
     # Requests the averages rest on (sum over windows), and how many windows contributed.
     requests: int = 0
     windows: int = 0
+    # Start of the first window of the current stretch of traffic (None: none seen, or it stopped).
+    serving_since: float | None = None
 
 
 def _blend(previous: float | None, value: float | None, weight: float) -> float | None:
@@ -180,10 +190,19 @@ def update_workload(
     *,
     fresh_fraction: float = 1.0,
 ) -> WorkloadEstimate:
-    """Blend one window in; `fresh_fraction` is the part of it the previous window did not already cover."""
+    """Blend one window in; `fresh_fraction` is the part of it the previous window did not already cover.
+
+    A window without completions ends the stretch of traffic; one from traffic still warming up
+    (`warming_up`) only marks when the stretch began.
+    """
     totals = _fleet_totals(observation)
-    if totals is None or not totals.rate > 0 or fresh_fraction <= 0:
+    if totals is None or fresh_fraction <= 0:
         return estimate
+    if not totals.rate > 0:
+        return replace(estimate, serving_since=None)
+    since = observation.window_start if estimate.serving_since is None else estimate.serving_since
+    if warming_up(observation, since):
+        return replace(estimate, serving_since=since)
     weight = 1.0 - 0.5 ** (fresh_fraction / half_life_windows)
     served = sum(g.samples for v in Variant if (g := serving_group(observation, v)) is not None)
     requests = round(served * fresh_fraction)
@@ -198,7 +217,52 @@ def update_workload(
         cache_hit_rate=_blend(estimate.cache_hit_rate, _cache_hit(observation, Variant.STABLE), weight),
         requests=estimate.requests + requests,
         windows=estimate.windows + 1,
+        serving_since=since,
     )
+
+
+def warming_up(observation: Observation, serving_since: float) -> bool:
+    """The traffic had run, when the window began, for less than the window's p99 end-to-end latency.
+
+    A request finishing in the window arrived at most its latency before; while the traffic is younger than
+    the slow requests' latency, they are missing from the window and its means lean to the short ones.
+    """
+    slowest = [g.e2e.p99 for v in Variant if (g := serving_group(observation, v)) is not None and g.e2e is not None]
+    return bool(slowest) and observation.window_start - serving_since < max(slowest)
+
+
+def rate_ahead(
+    estimate: WorkloadEstimate,
+    observation: Observation,
+    horizon_s: float,
+    arrival_cv: float = 1.0,
+    half_life_windows: float = HALF_LIFE_WINDOWS,
+) -> float:
+    """The factor (≥ 1) by which the fleet's request rate grows over `horizon_s` if it keeps rising as it has.
+
+    An exponentially weighted average of a rate that rises linearly trails it by half-life ÷ ln 2 (43 min
+    at the default window), so the window's rate above the average, over that lag, is the rate's slope —
+    as smooth as the average, not as noisy as a difference of two windows. The average must rest on a
+    half-life of windows, and the window must lie above it by more than `RISE_SIGMAS` of its own counting
+    noise (cv/√requests, cv the arrivals' burstiness, 1 for Poisson), or the rise is noise: 1, as for falling
+    or unknown traffic.
+    """
+    totals = _fleet_totals(observation)
+    level = estimate.request_rate_per_s
+    window_s = observation.window_end - observation.window_start
+    if totals is None or not totals.rate > 0 or level is None or window_s <= 0 or horizon_s <= 0:
+        return 1.0
+    if estimate.windows < half_life_windows:
+        return 1.0
+    rise = totals.rate - level
+    if rise <= RISE_SIGMAS * max(arrival_cv, 1.0) * totals.rate / math.sqrt(totals.rate * window_s):
+        return 1.0
+    return 1.0 + rise / averaging_lag_s(window_s, half_life_windows) * horizon_s / totals.rate
+
+
+def averaging_lag_s(window_s: float, half_life_windows: float = HALF_LIFE_WINDOWS) -> float:
+    """How far the smoothed rate trails a rate that rises linearly: half-life ÷ ln 2."""
+    return half_life_windows * window_s / math.log(2.0)
 
 
 def effective_workload(
