@@ -29,6 +29,7 @@ from frontier_operator.tuning.workload import (
     effective_workload,
     fleet_workload,
     rate_ahead,
+    steady_rate,
     update_workload,
     variant_workload,
     workload_shift,
@@ -253,10 +254,21 @@ def test_the_rate_ahead_extrapolates_a_significant_rise_over_the_averages_lag() 
     window = observation(group(rate=4.0))  # 1 200 requests: Poisson noise ±0.12 requests/s
     lag_s = HALF_LIFE_WINDOWS * WINDOW_S / math.log(2.0)
     assert rate_ahead(settled, window, 900.0) == pytest.approx(1.0 + (1.0 / lag_s) * 900.0 / 4.0)
-    assert rate_ahead(replace(settled, request_rate_per_s=3.7), window, 900.0) == 1.0  # within 3 sigma
+    assert rate_ahead(replace(settled, request_rate_per_s=3.7), window, 900.0) == 1.0  # within 4 sigma
     assert rate_ahead(replace(settled, request_rate_per_s=5.0), window, 900.0) == 1.0  # falling
     assert rate_ahead(replace(settled, windows=3), window, 900.0) == 1.0  # not yet an average
     assert rate_ahead(WorkloadEstimate(), window, 900.0) == 1.0
+
+
+def test_the_steady_rate_is_the_average_until_the_window_departs_from_it_beyond_its_noise() -> None:
+    settled = WorkloadEstimate(request_rate_per_s=3.9, windows=30)
+    window = observation(group(rate=4.0))  # 1 200 requests: Poisson noise ±0.12 requests/s
+    assert steady_rate(settled, window) == pytest.approx(3.9)  # a noisy window: judged at the average
+    assert steady_rate(replace(settled, request_rate_per_s=3.7), window) == pytest.approx(3.7)  # within 4 sigma
+    assert steady_rate(replace(settled, request_rate_per_s=3.0), window) is None  # rising: the window's rate
+    assert steady_rate(replace(settled, request_rate_per_s=5.0), window) is None  # falling: the window's rate
+    assert steady_rate(replace(settled, windows=3), window) is None  # not yet an average
+    assert steady_rate(WorkloadEstimate(), window) is None
 
 
 def test_the_fleet_workload_adds_stable_and_canary() -> None:

@@ -99,6 +99,18 @@ def test_confirmation_asks_the_model_at_todays_request_shapes_not_one_windows() 
     assert isinstance(unknown.action, ScaleReplicas)
 
 
+def test_confirmation_asks_the_model_at_the_smoothed_rate_not_a_busy_windows() -> None:
+    # 4.4 requests/s in a window of traffic averaging 4: 0.4 above, within four sigma of the window's count.
+    # At 4.4 the model puts the fleet over 40 ms; at 4 it does not: a busy window, which the budget absorbs.
+    busy = observation(group(rate=4.4, tpot_p50=0.042))
+    today = WorkloadEstimate(4.0, 8000.0, 1000.0, 0.0, requests=36_000, windows=30)
+    smoothed = decide(busy, applied(), context(calibration=CalibrationState(workload=today)), POLICY, NOW)
+    assert _hold(smoothed) is Hold.ERROR_BUDGET
+    # Three windows are no average yet: the window's own rate is the one to judge by.
+    young = CalibrationState(workload=replace(today, windows=3))
+    assert isinstance(decide(busy, applied(), context(calibration=young), POLICY, NOW).action, ScaleReplicas)
+
+
 def test_windows_of_an_earlier_fleet_do_not_spend_the_budget_of_the_fleet_in_force() -> None:
     # Three misses recorded, then a scale-up: the new fleet starts with its own budget.
     step = ChangeRecord(at=NOW - 2000, kind=ChangeKind.SCALE, role=Role.UNIFIED, direction=1, before=4, after=5)

@@ -13,7 +13,7 @@ from frontier_operator.tuning.forecast import Forecaster
 from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
 from frontier_operator.tuning.state import AppliedState, ModelContext
-from frontier_operator.tuning.workload import effective_workload, rate_ahead, role_saturated
+from frontier_operator.tuning.workload import effective_workload, rate_ahead, role_saturated, steady_rate
 
 
 @dataclass(frozen=True)
@@ -99,15 +99,19 @@ class Situation:
 
     @cached_property
     def steady_workload(self) -> Workload:
-        """This window's request rate with the request shapes (lengths, prefix-cache hits) smoothed over windows.
+        """Today's traffic smoothed over windows: the request shapes (lengths, prefix-cache hits), and the request
+        rate unless the window's departs from the average beyond its counting noise (`workload.steady_rate`).
 
         A window's mean output length is a few hundred draws of a heavy tail (cv 2: ±8 % at 600 requests), and
         near the knee the model's p99 follows it steeply: DeepSeek-R1's predicted p99 TTFT went from 0.45 to
         2.2 s between two windows a minute apart, as a burst of reasoning-length requests finished.
         """
-        smoothed = effective_workload(self.workload, self.model.calibration.workload)
+        estimate = self.model.calibration.workload
+        smoothed = effective_workload(self.workload, estimate)
+        rate = steady_rate(estimate, self.observation, self.workload.arrival_cv)
         return replace(
             self.workload,
+            request_rate_per_s=self.workload.request_rate_per_s if rate is None else rate,
             input_tokens=smoothed.input_tokens,
             output_tokens=smoothed.output_tokens,
             prefix_cache_hit_rate=smoothed.prefix_cache_hit_rate,
@@ -117,9 +121,11 @@ class Situation:
         """The factor (≥ 1) by which rising traffic grows over `horizon_s` (`workload.rate_ahead`)."""
         return rate_ahead(self.model.calibration.workload, self.observation, horizon_s, self.workload.arrival_cv)
 
-    def workload_in(self, horizon_s: float) -> Workload:
-        """Today's workload at the rate its trend reaches `horizon_s` from now (today's while it is not rising)."""
-        return replace(self.workload, request_rate_per_s=self.workload.request_rate_per_s * self.rise_over(horizon_s))
+    def workload_in(self, horizon_s: float, *, steady: bool = False) -> Workload:
+        """Today's workload (or the `steady` one) at the rate its trend reaches `horizon_s` from now (today's while
+        it is not rising)."""
+        today = self.steady_workload if steady else self.workload
+        return replace(today, request_rate_per_s=today.request_rate_per_s * self.rise_over(horizon_s))
 
     def predict_absolute(self, config: ServingConfig, workload: Workload | None = None) -> tuple[float, ...] | None:
         """Each SLO's corrected-model value for `config` (at the window's workload, or `workload`): smoothed over

@@ -256,10 +256,10 @@ def _removal_fits(s: Situation, smaller: ServingConfig, headroom: float | None =
     cooldown and the new pods.
     """
     # Both the window-anchored and the calibrated projection must agree: one quiet window alone does not
-    # remove capacity.
+    # remove capacity, and the calibrated one is judged at the smoothed traffic, not at a quiet window's rate.
     ahead = s.workload_in(s.policy.scale_down_stabilization_s)
     values = s.project(smaller, ahead)
-    smoothed = s.predict_absolute(smaller, ahead)
+    smoothed = s.predict_absolute(smaller, s.workload_in(s.policy.scale_down_stabilization_s, steady=True))
     if values is None or smoothed is None:
         return None
     if not (s.fits(values, s.policy.hysteresis) and s.fits(smoothed, s.policy.hysteresis)):
