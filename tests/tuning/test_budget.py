@@ -65,13 +65,15 @@ def test_windows_of_an_earlier_fleet_are_not_the_fleet_in_forces() -> None:
 def test_the_window_just_seen_counts_once() -> None:
     recorded = _windows(False, False, True)
     # The last recorded window itself: already counted.
-    assert recorded.with_miss(None, 2 * W, 3 * W) == BudgetStanding(3, 1)
+    assert recorded.with_miss(None, 2 * W) == BudgetStanding(3, 1)
     # A sliding window overlapping that recorded miss: the same event seen again.
-    assert recorded.with_miss(None, 2 * W + 60, 3 * W + 60) == BudgetStanding(3, 1)
-    # A sliding window overlapping a recorded window that met: a new miss.
-    assert _windows(False, False).with_miss(None, W + 60, 2 * W + 60) == BudgetStanding(3, 1)
+    assert recorded.with_miss(None, 2 * W + 60) == BudgetStanding(3, 1)
+    # A sliding window overlapping a recorded window that met: a view of that window, not a new miss.
+    assert _windows(False, False).with_miss(None, W + 60) == BudgetStanding(2, 0)
+    # The next back-to-back window: a new miss.
+    assert _windows(False, False).with_miss(None, 2 * W) == BudgetStanding(3, 1)
     # Only the fleet in force's windows count.
-    assert recorded.with_miss(W, 2 * W, 3 * W) == BudgetStanding(2, 1)
+    assert recorded.with_miss(W, 2 * W) == BudgetStanding(2, 1)
 
 
 def test_each_tick_records_its_window_when_the_fleet_was_settled() -> None:

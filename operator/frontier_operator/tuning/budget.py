@@ -63,13 +63,20 @@ class ErrorBudget:
         """Windows and misses of the fleet in force, changed last at `since`."""
         return _standing(self.of_fleet(since))
 
-    def with_miss(self, since: float | None, window_start: float, window_end: float) -> BudgetStanding:
-        """The standing if the window just observed missed, counted once: it may be the last recorded window,
-        or overlap a recorded miss (the same event, seen again by a sliding window), or be a new miss."""
+    def with_miss(self, since: float | None, window_start: float) -> BudgetStanding:
+        """The standing if the window just observed (begun at `window_start`) missed, counted as the goal counts
+        windows — back to back.
+
+        A window that overlaps the last one recorded (it may be that window itself) is a sliding view of it and
+        counts as it did, missed or met; only the next back-to-back window is a new miss. The loop looks at an
+        overlapping window every minute: counting each as a window of its own gives a percentile that sits near
+        its limit five chances per window to read over it (GLM-5's p99 TTFT, 1.84 s on average against 2 s
+        on four prefill replicas, spent the budget of one in seven windows and took a fifth replica).
+        """
         windows = self.of_fleet(since)
         recorded = _standing(windows)
         last = windows[-1] if windows else None
-        if last is not None and (last.end == window_end or (last.missed and window_start < last.end)):
+        if last is not None and window_start < last.end:
             return recorded
         return BudgetStanding(recorded.windows + 1, recorded.missed + 1)
 

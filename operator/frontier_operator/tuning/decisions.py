@@ -270,9 +270,7 @@ def _within_budget(s: Situation) -> Decision | None:
     )
     if any(confirmed):
         return None
-    budget = s.model.calibration.budget.with_miss(
-        s.applied.fleet_changed_at, s.observation.window_start, s.observation.window_end
-    )
+    budget = s.model.calibration.budget.with_miss(s.applied.fleet_changed_at, s.observation.window_start)
     if not budget.within:
         return None
     return Decision(
