@@ -270,30 +270,26 @@ def steady_rate(
     at 1 request/s — and Qwen3-32B lost a replica on a window of 19.4 requests/s that the model put under
     its band, for traffic of 20 requests/s that it did not.
     """
-    level = estimate.request_rate_per_s
-    if level is None or estimate.windows < half_life_windows:
-        return None
-    if _departure(estimate, observation, arrival_cv, half_life_windows) is not None:
-        return None
-    return level
+    departure = _departure(estimate, observation, arrival_cv, half_life_windows)
+    return estimate.request_rate_per_s if departure == 0.0 else None
 
 
 def _departure(
     estimate: WorkloadEstimate, observation: Observation, arrival_cv: float, half_life_windows: float
 ) -> float | None:
-    """The window's request rate minus the smoothed one, when it is more than `DEPARTURE_SIGMAS` of the window's
-    counting noise (cv/√requests, cv the arrivals' burstiness, 1 for Poisson) and the average rests on a
-    half-life of windows; None otherwise (noise, or too little known)."""
-    totals = _fleet_totals(observation)
+    """The window's request rate minus the smoothed one when it is more than `DEPARTURE_SIGMAS` of the window's
+    counting noise (cv/√requests, cv the arrivals' burstiness, 1 for Poisson); 0 within that noise, or when the
+    window has no rate to compare; None while the average does not yet rest on a half-life of windows."""
     level = estimate.request_rate_per_s
+    if level is None or estimate.windows < half_life_windows:
+        return None
+    totals = _fleet_totals(observation)
     window_s = observation.window_end - observation.window_start
-    if totals is None or not totals.rate > 0 or level is None or window_s <= 0:
-        return None
-    if estimate.windows < half_life_windows:
-        return None
+    if totals is None or not totals.rate > 0 or window_s <= 0:
+        return 0.0
     departure = totals.rate - level
     if abs(departure) <= DEPARTURE_SIGMAS * max(arrival_cv, 1.0) * totals.rate / math.sqrt(totals.rate * window_s):
-        return None
+        return 0.0
     return departure
 
 
