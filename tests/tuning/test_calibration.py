@@ -116,6 +116,19 @@ def test_an_overloaded_window_teaches_nothing() -> None:
     assert state.of_metric(LatencyMetric.TPOT) is None
 
 
+def test_a_fleet_several_times_faster_than_the_model_is_learnt_not_dismissed() -> None:
+    # Faster than modelled is no overload: an engine 3.5x faster is a model error, and a canary that ran so
+    # must keep its evidence. Only a window ten times faster is a broken measurement.
+    prediction = Truth().predict(CONFIG, WORKLOAD)
+    fast = update_calibration(
+        CalibrationState(), observation(group(tpot_p50=prediction.tpot.p50 / 3.5)), CONFIG, prediction, NOW
+    )
+    tpot = fast.of_metric(LatencyMetric.TPOT)
+    assert tpot is not None and tpot.factor < 1.0 / 1.5
+    broken = observation(group(tpot_p50=prediction.tpot.p50 / 12))
+    assert update_calibration(CalibrationState(), broken, CONFIG, prediction, NOW).of_metric(LatencyMetric.TPOT) is None
+
+
 def test_a_window_with_too_few_requests_teaches_nothing() -> None:
     prediction = Truth().predict(CONFIG, WORKLOAD)
     sparse = observation(group(samples=20))

@@ -54,6 +54,7 @@ from frontier_operator.tuning.actions import (
     RollbackCause,
     SloStanding,
     StartCanary,
+    format_seconds,
 )
 from frontier_operator.tuning.calibration import CalibrationState, LatencyMetric, update_calibration
 from frontier_operator.tuning.forecast import FasterModel, Forecaster, raw_prediction
@@ -537,18 +538,24 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
     # with its own metric's error: the least-measured metric's confidence (a TTFT estimate transferred, not
     # yet measured) held a TPOT bound the canary had measured to the full prior margin (Llama-70B's TP2
     # fleet, projected 24 ms of 30 ms, rolled back against 28 %; the oracle's fleet is that TP2 fleet).
-    margins = {b.label: _metric_margin(learnt, projected, b) for b in s.slos}
-    required = 1.0 + max(margins.values(), default=0.0)
-    short = [b.label for b in s.slos if not b.predicted(projected) * (1.0 + margins[b.label]) <= b.limit_s]
+    short = []
+    for bound in s.slos:
+        needed = _metric_margin(learnt, projected, bound)
+        value, limit = bound.predicted(projected), bound.limit_s
+        if not math.isfinite(value):
+            short.append(f"{bound.label} (saturated)")
+        elif value * (1.0 + needed) > limit:
+            short.append(
+                f"{bound.label} ({format_seconds(value)} with a {needed:.0%} margin, of {format_seconds(limit)})"
+            )
     if not projector.carries(projected, total, s.policy.capacity_headroom):
         short.append(f"capacity ({projected.max_request_rate_per_s:.3g} requests/s for {total.request_rate_per_s:.3g})")
     if short:
-        labels = ", ".join(short)
         return _rollback(
             s,
             canary,
             RollbackCause.SLO_BREACH,
-            f"its full fleet at today's traffic is projected to miss {labels} (with a {required - 1:.0%} margin)",
+            f"its full fleet at today's traffic is projected to miss {', '.join(short)}",
         )
     margin = s.policy.promote_margin
     ratio = projected.cost_per_mtok / stable.cost_per_mtok if stable.cost_per_mtok > 0 else math.inf
