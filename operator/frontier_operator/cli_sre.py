@@ -113,8 +113,10 @@ def format_explanation(target: dict[str, Any]) -> str:
         out += [f"  - {t['technique']}: {t.get('note', '')}" for t in status["techniques"]]
     calibration = status.get("calibration")
     if calibration and calibration.get("samples"):
+        ttft_tail, tpot_tail = calibration.get("ttftTailFactor", 1.0), calibration.get("tpotTailFactor", 1.0)
         out.append(
-            f"\nCalibration: TTFT ×{calibration['ttftFactor']:.2f}, TPOT ×{calibration['tpotFactor']:.2f},"
+            f"\nCalibration: TTFT ×{calibration['ttftFactor']:.2f} (p99 ×{ttft_tail:.2f} more),"
+            f" TPOT ×{calibration['tpotFactor']:.2f} (p99 ×{tpot_tail:.2f} more),"
             f" confidence {calibration['confidence']:.2f} over {calibration['samples']} windows"
         )
     out += _sweep_lines(status.get("sweep") or {})

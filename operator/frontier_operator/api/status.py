@@ -246,6 +246,10 @@ class CalibrationStatus(ApiModel):
     """Multiplier learned on predicted TTFT."""
     tpot_factor: float = 1.0
     """Multiplier learned on predicted TPOT."""
+    ttft_tail_factor: float = 1.0
+    """Further multiplier on predicted p99 TTFT: where 19 windows in 20 keep it, over the corrected model's."""
+    tpot_tail_factor: float = 1.0
+    """Further multiplier on predicted p99 TPOT (and ITL), likewise."""
     ttft_error_percent: float | None = None
     """Last prediction error of TTFT, %."""
     tpot_error_percent: float | None = None

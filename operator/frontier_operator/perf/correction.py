@@ -13,10 +13,13 @@ from dataclasses import replace
 from frontier_operator.perf.types import Percentiles, Prediction
 
 _PERCENTILES = (50, 90, 95, 99)
+# Share of the p99's own (tail) factor that reaches each percentile, in log space: none up to p90, where the
+# body factor is measured, all at p99, and p95 by its normal score between them ((1.645 − 1.282) / (2.326 − 1.282)).
+_TAIL_SHARE = {50: 0.0, 90: 0.0, 95: 0.348, 99: 1.0}
 
 
-def _scaled(percentiles: Percentiles, factor: float) -> Percentiles:
-    return Percentiles(*(percentiles.at(p) * factor for p in _PERCENTILES))
+def _scaled(percentiles: Percentiles, factor: float, tail: float = 1.0) -> Percentiles:
+    return Percentiles(*(percentiles.at(p) * factor * tail ** _TAIL_SHARE[p] for p in _PERCENTILES))
 
 
 def _e2e(e2e: Percentiles, ttft: Percentiles, ttft_factor: float, tpot_factor: float) -> Percentiles:
@@ -31,18 +34,25 @@ def _e2e(e2e: Percentiles, ttft: Percentiles, ttft_factor: float, tpot_factor: f
 
 
 def corrected_prediction(
-    raw: Prediction, rate: float, ttft_factor: float, tpot_factor: float, capacity_factor: float | None = None
+    raw: Prediction,
+    rate: float,
+    ttft_factor: float,
+    tpot_factor: float,
+    capacity_factor: float | None = None,
+    *,
+    ttft_tail: float = 1.0,
+    tpot_tail: float = 1.0,
 ) -> Prediction:
     """`raw` with TTFT × `ttft_factor`, TPOT/ITL × `tpot_factor`, capacity ÷ `capacity_factor` (default: the
-    TPOT factor), at the offered `rate`."""
+    TPOT factor), at the offered `rate`; the tail factors multiply p99 further (p95 in part, `_TAIL_SHARE`)."""
     capacity_factor = tpot_factor if capacity_factor is None else capacity_factor
     capacity = raw.max_request_rate_per_s / capacity_factor
     if rate >= capacity:
         ttft = tpot = itl = e2e = Percentiles(math.inf, math.inf, math.inf, math.inf)
     else:
-        ttft = _scaled(raw.ttft, ttft_factor)
-        tpot = _scaled(raw.tpot, tpot_factor)
-        itl = _scaled(raw.itl, tpot_factor)
+        ttft = _scaled(raw.ttft, ttft_factor, ttft_tail)
+        tpot = _scaled(raw.tpot, tpot_factor, tpot_tail)
+        itl = _scaled(raw.itl, tpot_factor, tpot_tail)
         e2e = _e2e(raw.e2e, raw.ttft, ttft_factor, tpot_factor)
     served_raw, served = min(rate, raw.max_request_rate_per_s), min(rate, capacity)
     scale = 1.0 if served_raw == served else (served_raw / served if served > 0 else math.inf)

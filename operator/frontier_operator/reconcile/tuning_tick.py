@@ -393,6 +393,8 @@ def _calibration_status(calibration: CalibrationState, applied: AppliedState) ->
     return CalibrationStatus(
         ttft_factor=round(ttft.factor, 4) if ttft else 1.0,
         tpot_factor=round(tpot.factor, 4) if tpot else 1.0,
+        ttft_tail_factor=round(ttft.tail_factor, 4) if ttft else 1.0,
+        tpot_tail_factor=round(tpot.tail_factor, 4) if tpot else 1.0,
         ttft_error_percent=percent(ttft.error) if ttft else None,
         tpot_error_percent=percent(tpot.error) if tpot else None,
         confidence=round(calibration.confidence, 3),

@@ -256,12 +256,12 @@ def _within_budget(s: Situation) -> Decision | None:
 
     Capacity added for a window serves the windows after it. A violation that the model — smoothed over every
     window so far — does not predict for the running fleet at the window's rate of requests of today's shapes
-    (`Situation.steady_workload`), on a fleet that is not saturated,
-    is a burst or a percentile's sampling noise until the windows say otherwise: the goal forgives one window
-    in twenty (`budget.WINDOW_GOAL`), and a fleet that spends more than that is acted on at its next miss,
-    however small (`tuning.budget`).
+    (`Situation.steady_workload`), with a typical window's tail (how often windows run over it is the budget's to
+    count), on a fleet that is not saturated, is a burst or a percentile's sampling noise until the windows say
+    otherwise: the goal forgives one window in twenty (`budget.WINDOW_GOAL`), and a fleet that spends more than
+    that is acted on at its next miss, however small (`tuning.budget`).
     """
-    smoothed = s.predict_absolute(s.config, s.steady_workload)
+    smoothed = s.predict_absolute(s.config, s.steady_workload, typical=True)
     if smoothed is None or s.saturated_fleet:
         return None
     confirmed = (

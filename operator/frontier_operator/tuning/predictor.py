@@ -34,6 +34,8 @@ from frontier_operator.tuning.structure import (
 class CalibratedPredictor(PredictorWrapper):
     base: Predictor
     calibration: CalibrationState
+    # p99 of a typical window instead of the one 19 windows in 20 keep (`Estimate.typical_tail_factor`).
+    typical_tail: bool = False
 
     def correction(self, config: ServingConfig, metric: LatencyMetric) -> Estimate | None:
         """The estimate that applies to `config`: the learnt one on the observed structure, else its transfer."""
@@ -48,6 +50,12 @@ class CalibratedPredictor(PredictorWrapper):
     def factor(self, config: ServingConfig, metric: LatencyMetric) -> float:
         estimate = self.correction(config, metric)
         return estimate.factor if estimate is not None else 1.0
+
+    def tail(self, config: ServingConfig, metric: LatencyMetric) -> float:
+        estimate = self.correction(config, metric)
+        if estimate is None:
+            return 1.0
+        return estimate.typical_tail_factor if self.typical_tail else estimate.tail_factor
 
     def capacity_factors(self, config: ServingConfig) -> dict[Role, float]:
         """The measured service-time factor of each role of `config` whose worker's capacity was measured."""
@@ -69,8 +77,10 @@ class CalibratedPredictor(PredictorWrapper):
         raw = self.base.predict(arch, gpu, config, workload, price_per_gpu_hour)
         ttft_factor = self.factor(config, LatencyMetric.TTFT)
         tpot_factor = self.factor(config, LatencyMetric.TPOT)
+        ttft_tail = self.tail(config, LatencyMetric.TTFT)
+        tpot_tail = self.tail(config, LatencyMetric.TPOT)
         measured = self.capacity_factors(config)
-        if ttft_factor == 1.0 and tpot_factor == 1.0 and not measured:
+        if (ttft_factor, tpot_factor, ttft_tail, tpot_tail) == (1.0, 1.0, 1.0, 1.0) and not measured:
             return raw
         capacity_factor = None
         if measured:
@@ -83,7 +93,15 @@ class CalibratedPredictor(PredictorWrapper):
                 for role, limit in limits.items()
             )
             capacity_factor = raw.max_request_rate_per_s / capacity if capacity > 0 else math.inf
-        return corrected_prediction(raw, workload.request_rate_per_s, ttft_factor, tpot_factor, capacity_factor)
+        return corrected_prediction(
+            raw,
+            workload.request_rate_per_s,
+            ttft_factor,
+            tpot_factor,
+            capacity_factor,
+            ttft_tail=ttft_tail,
+            tpot_tail=tpot_tail,
+        )
 
     def decode_token_time(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"

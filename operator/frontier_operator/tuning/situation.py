@@ -127,10 +127,16 @@ class Situation:
         today = self.steady_workload if steady else self.workload
         return replace(today, request_rate_per_s=today.request_rate_per_s * self.rise_over(horizon_s))
 
-    def predict_absolute(self, config: ServingConfig, workload: Workload | None = None) -> tuple[float, ...] | None:
+    def predict_absolute(
+        self, config: ServingConfig, workload: Workload | None = None, *, typical: bool = False
+    ) -> tuple[float, ...] | None:
         """Each SLO's corrected-model value for `config` (at the window's workload, or `workload`): smoothed over
-        windows by the calibration, unlike the anchored projection, which follows the last window's noise."""
-        prediction = self.forecaster.predict(config, self.pool, workload or self.workload)
+        windows by the calibration, unlike the anchored projection, which follows the last window's noise.
+        `typical`: a p99 bound at a typical window's tail, not at the one 19 windows in 20 keep."""
+        forecaster = self.forecaster
+        if typical:
+            forecaster = replace(forecaster, predictor=replace(forecaster.predictor, typical_tail=True))
+        prediction = forecaster.predict(config, self.pool, workload or self.workload)
         if prediction is None:
             return None
         return tuple(item.bound.predicted(prediction) for item in self.standing)

@@ -171,9 +171,10 @@ class WorkloadEstimate:
     input_tokens: float | None = None
     output_tokens: float | None = None
     cache_hit_rate: float | None = None
-    # Requests the averages rest on (sum over windows), and how many windows contributed.
+    # Requests the averages rest on (sum over windows), and how many windows' worth of traffic: an overlapping
+    # window counts its fresh part only (the loop looks at a 5-minute window every minute).
     requests: int = 0
-    windows: int = 0
+    windows: float = 0.0
     # Start of the first window of the current stretch of traffic (None: none seen, or it stopped).
     serving_since: float | None = None
 
@@ -217,7 +218,7 @@ def update_workload(
         ),
         cache_hit_rate=_blend(estimate.cache_hit_rate, _cache_hit(observation, Variant.STABLE), weight),
         requests=estimate.requests + requests,
-        windows=estimate.windows + 1,
+        windows=estimate.windows + fresh_fraction,
         serving_since=since,
     )
 
