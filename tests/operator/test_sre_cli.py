@@ -8,7 +8,7 @@ import kubernetes
 import pytest
 
 from frontier_operator.cli import main
-from frontier_operator.cli_sre import format_status
+from frontier_operator.cli_sre import format_explanation, format_status
 from k8s_standin.fixtures import get_object, mark_deployment_ready, wait_for, wait_for_object
 from operator_support import FT, OPERATOR, create, engine_deployments, has_condition, target_document
 
@@ -68,3 +68,19 @@ def test_status_shows_the_error_budget_of_the_fleet_in_force() -> None:
     target = {"metadata": {"namespace": "ns", "name": "t"}, "status": {"calibration": calibration}}
     assert "budget       1 of 31 windows of the fleet in force missed in 6 h, 1 allowed" in format_status(target)
     assert "budget" not in format_status({"metadata": {}, "status": {"calibration": {"samples": 0}}})
+
+
+def test_explain_shows_the_learnt_tail_beside_each_correction() -> None:
+    calibration = {
+        "samples": 31,
+        "ttftFactor": 1.17,
+        "tpotFactor": 0.81,
+        "ttftTailFactor": 1.52,
+        "tpotTailFactor": 0.97,
+        "confidence": 0.92,
+    }
+    target = {"metadata": {"namespace": "ns", "name": "t"}, "status": {"calibration": calibration}}
+    assert (
+        "Calibration: TTFT ×1.17 (p99 ×1.52 more), TPOT ×0.81 (p99 ×0.97 more), confidence 0.92 over 31 windows"
+        in format_explanation(target)
+    )
