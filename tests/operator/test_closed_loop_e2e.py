@@ -267,7 +267,8 @@ def test_recommend_mode_changes_nothing_until_approved(
         with closed_loop(kube_api, document, prometheus, truth=model_truth(document, decode_factor=2.0)) as loop:
             revisions = watch.revisions()
             target = watch.until(
-                lambda t: (t["status"].get("recommendation") or {}).get("manifestDiff"),
+                # The target may not have a status yet: the operator writes it on its first reconcile.
+                lambda t: ((t.get("status") or {}).get("recommendation") or {}).get("manifestDiff"),
                 timeout=90,
                 what="a recommendation with its manifest diff",
             )
@@ -449,7 +450,7 @@ def test_an_operator_killed_mid_canary_resumes_from_the_record(
     with closed_loop(kube_api, document, prometheus, truth=model_truth(document)) as loop:
         settled(watch)
         patch_spec(kube_api, namespace, name, {"serving": {"image": NEXT_IMAGE}})
-        target = watch.until(lambda t: t["status"].get("canary"), timeout=60, what="a canary in status")
+        target = watch.until(lambda t: (t.get("status") or {}).get("canary"), timeout=60, what="a canary in status")
         wait_until(lambda: loop.told("StartCanary"), timeout=20, what="the twin's canary")
         canary = target["status"]["canary"]
         before = watch.get()
