@@ -361,12 +361,20 @@ def measure(
         return None
     observed_mean = math.exp(sum(math.log(o) for o, _ in usable) / len(usable))
     predicted_mean = math.exp(sum(math.log(m) for _, m in usable) / len(usable))
-    if not 1.0 / MAX_PLAUSIBLE_SPEEDUP <= observed_mean / predicted_mean <= MAX_PLAUSIBLE_SLOWDOWN:
+    if not _plausible(observed_mean, predicted_mean):
         return None
     # The percentiles' interpolation errors come from different buckets: independent, averaged in log space.
     resolution_variance = sum(bucket_resolution(o, buckets) ** 2 for o, _ in usable) / len(usable) ** 2
     noise = settings.jitter**2 + settings.quantile_spread**2 / samples + resolution_variance
     return Measurement(math.log(observed_mean / predicted_mean), noise, observed_mean, predicted_mean, samples)
+
+
+def _plausible(observed_s: float, modelled_s: float) -> bool:
+    """Both latencies positive and finite, the observed one neither an overload's nor a broken measurement's
+    (`MAX_PLAUSIBLE_SLOWDOWN`, `MAX_PLAUSIBLE_SPEEDUP`)."""
+    if not (observed_s > 0 and modelled_s > 0 and math.isfinite(observed_s) and math.isfinite(modelled_s)):
+        return False
+    return 1.0 / MAX_PLAUSIBLE_SPEEDUP <= observed_s / modelled_s <= MAX_PLAUSIBLE_SLOWDOWN
 
 
 # ------------------------------------------------------------------------------------------- filtering
@@ -410,9 +418,7 @@ def with_tail(
     if observed is None or samples < TAIL_MIN_SAMPLES or fresh_fraction <= 0:
         return estimate
     seen, modelled = observed.p99, predicted.p99 * estimate.factor
-    if not (seen > 0 and modelled > 0 and math.isfinite(seen) and math.isfinite(modelled)):
-        return estimate
-    if not 1.0 / MAX_PLAUSIBLE_SPEEDUP <= seen / modelled <= MAX_PLAUSIBLE_SLOWDOWN:
+    if not _plausible(seen, modelled):
         return estimate
     kept = estimate.tail_windows * 0.5 ** (fresh_fraction / TAIL_HALF_LIFE_WINDOWS)
     weight = kept + fresh_fraction

@@ -47,15 +47,12 @@ class CalibratedPredictor(PredictorWrapper):
         role = latency_role(config, metric is LatencyMetric.TTFT)
         return transferred(source, role, math.sqrt(source.prior_variance))
 
-    def factor(self, config: ServingConfig, metric: LatencyMetric) -> float:
-        estimate = self.correction(config, metric)
-        return estimate.factor if estimate is not None else 1.0
-
-    def tail(self, config: ServingConfig, metric: LatencyMetric) -> float:
+    def factors(self, config: ServingConfig, metric: LatencyMetric) -> tuple[float, float]:
+        """The body factor of `metric` for `config` and its p99's further (tail) factor, from one lookup."""
         estimate = self.correction(config, metric)
         if estimate is None:
-            return 1.0
-        return estimate.typical_tail_factor if self.typical_tail else estimate.tail_factor
+            return 1.0, 1.0
+        return estimate.factor, estimate.typical_tail_factor if self.typical_tail else estimate.tail_factor
 
     def capacity_factors(self, config: ServingConfig) -> dict[Role, float]:
         """The measured service-time factor of each role of `config` whose worker's capacity was measured."""
@@ -75,10 +72,8 @@ class CalibratedPredictor(PredictorWrapper):
         price_per_gpu_hour: float,
     ) -> Prediction:
         raw = self.base.predict(arch, gpu, config, workload, price_per_gpu_hour)
-        ttft_factor = self.factor(config, LatencyMetric.TTFT)
-        tpot_factor = self.factor(config, LatencyMetric.TPOT)
-        ttft_tail = self.tail(config, LatencyMetric.TTFT)
-        tpot_tail = self.tail(config, LatencyMetric.TPOT)
+        ttft_factor, ttft_tail = self.factors(config, LatencyMetric.TTFT)
+        tpot_factor, tpot_tail = self.factors(config, LatencyMetric.TPOT)
         measured = self.capacity_factors(config)
         if (ttft_factor, tpot_factor, ttft_tail, tpot_tail) == (1.0, 1.0, 1.0, 1.0) and not measured:
             return raw
