@@ -170,6 +170,23 @@ def test_a_removal_the_cap_would_bind_raises_the_cap_first() -> None:
     assert "ahead of removing replicas" in decision.reason
 
 
+def test_a_cap_is_raised_ahead_of_a_removal_only_with_one_and_a_half_bands_to_spare() -> None:
+    # At 29 ms the removal is projected at 34.8 ms p50 TPOT against 40 ms: 13 % under, inside one band (10 %)
+    # but not one and a half (15 %). Taken alone it is one change and it is made; behind a cap raise it is two,
+    # judged before the first, so the cap stays. At 27.5 ms (33 ms projected, 17.5 % under) the cap goes first.
+    def window(tpot_s: float) -> Observation:
+        return observation(group(tpot_p50=tpot_s, ttft_p99=1.31, running=26.0 * 7))
+
+    raised = replace(
+        SEVEN,
+        roles=tuple(replace(r, worker=replace(r.worker, max_running_requests=64)) for r in SEVEN.roles),
+    )
+    assert isinstance(_decide(window(0.029), applied(raised)).action, ScaleReplicas)
+    held = _decide(window(0.029), applied(SEVEN))
+    assert not isinstance(held.action, SetBatchCap | ScaleReplicas), held
+    assert isinstance(_decide(window(0.0275), applied(SEVEN)).action, SetBatchCap)
+
+
 def test_with_the_cap_out_of_the_way_the_removal_follows() -> None:
     raised = replace(
         SEVEN,

@@ -32,6 +32,9 @@ KV_NEARLY_FULL = 0.90
 CAP_BINDING = 0.90
 # Standard deviations of the (Poisson) in-flight count a cap raised ahead of a removal must clear.
 IN_FLIGHT_SIGMAS = 3.0
+# A removal that needs a cap raised first is two changes away, and its projection is made before the first:
+# it must land this many hysteresis bands under every limit, not one.
+TWO_STEP_BAND = 1.5
 
 
 def _per_token(s: Situation) -> list[SloStanding]:
@@ -247,9 +250,12 @@ def _clear_of_peaks(in_flight: float, cap: int) -> bool:
     return in_flight + IN_FLIGHT_SIGMAS * math.sqrt(max(in_flight, 0.0)) <= cap
 
 
-def _removal_fits(s: Situation, smaller: ServingConfig, headroom: float | None = None) -> tuple[float, ...] | None:
-    """The anchored projection of `smaller` when both it and the calibrated model keep every SLO a band under
-    and the fleet carries the traffic with `headroom` (default: the policy's capacity headroom); else None.
+def _removal_fits(
+    s: Situation, smaller: ServingConfig, headroom: float | None = None, band: float | None = None
+) -> tuple[float, ...] | None:
+    """The anchored projection of `smaller` when both it and the calibrated model keep every SLO `band` under
+    and the fleet carries the traffic with `headroom` (defaults: the policy's hysteresis and capacity
+    headroom); else None.
 
     Judged at the rate rising traffic reaches within the scale-down stabilisation window: a removal must hold
     until capacity could return, and a step back up waits for a window to show the violation, then for the
@@ -262,7 +268,8 @@ def _removal_fits(s: Situation, smaller: ServingConfig, headroom: float | None =
     smoothed = s.predict_absolute(smaller, s.workload_in(s.policy.scale_down_stabilization_s, steady=True))
     if values is None or smoothed is None:
         return None
-    if not (s.fits(values, s.policy.hysteresis) and s.fits(smoothed, s.policy.hysteresis)):
+    band = s.policy.hysteresis if band is None else band
+    if not (s.fits(values, band) and s.fits(smoothed, band)):
         return None
     prediction = s.forecaster.predict(smaller, s.pool, ahead)
     spare = s.policy.capacity_headroom if headroom is None else headroom
@@ -299,8 +306,11 @@ def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> P
         raised = with_batch_cap(smaller, role, candidate)
         # Two changes for one removal: the removal must be safe with the whole band of spare capacity (the
         # margin its latency projections get), not just the headroom a single step needs — a removal made
-        # possible only by a larger cap is one whose batch, and so capacity, moves most.
-        if _removal_fits(s, raised, headroom=s.policy.hysteresis) is None:
+        # possible only by a larger cap is one whose batch, and so capacity, moves most — and its latency a
+        # band and a half under: the calibration still moves between the two changes (Qwen3-32B on steady
+        # traffic raised its cap ten minutes after a removal, for a second removal that the next windows'
+        # calibration no longer allowed within one band: every replica restarted for nothing).
+        if _removal_fits(s, raised, headroom=s.policy.hysteresis, band=TWO_STEP_BAND * s.policy.hysteresis) is None:
             continue
         in_flight = _in_flight_per_replica(s, raised, role)
         if in_flight is None or not math.isfinite(in_flight):
@@ -310,8 +320,8 @@ def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> P
         return Proposal(
             SetBatchCap(role, cap, candidate),
             f"{role.value} batch cap {cap} → {candidate} ahead of removing replicas: {deployment.replicas} → "
-            f"{target} replicas would keep every SLO {s.policy.hysteresis:.0%} under its limit, but their "
-            f"requests in flight would reach today's cap",
+            f"{target} replicas would keep every SLO {TWO_STEP_BAND * s.policy.hysteresis:.0%} under its limit, "
+            f"but their requests in flight would reach today's cap",
         )
     return None
 
