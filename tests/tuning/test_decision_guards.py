@@ -30,6 +30,9 @@ from tuning_support import (
 )
 
 SEVEN = with_replicas(base_plan().chosen.config, Role.UNIFIED, 7)
+SEVEN_AT_CAP_64 = replace(
+    SEVEN, roles=tuple(replace(r, worker=replace(r.worker, max_running_requests=64)) for r in SEVEN.roles)
+)
 
 
 def _decide(obs: Observation, state: AppliedState | None = None, policy: TuningPolicy = POLICY) -> Decision:
@@ -177,22 +180,14 @@ def test_a_cap_is_raised_ahead_of_a_removal_only_with_one_and_a_half_bands_to_sp
     def window(tpot_s: float) -> Observation:
         return observation(group(tpot_p50=tpot_s, ttft_p99=1.31, running=26.0 * 7))
 
-    raised = replace(
-        SEVEN,
-        roles=tuple(replace(r, worker=replace(r.worker, max_running_requests=64)) for r in SEVEN.roles),
-    )
-    assert isinstance(_decide(window(0.029), applied(raised)).action, ScaleReplicas)
+    assert isinstance(_decide(window(0.029), applied(SEVEN_AT_CAP_64)).action, ScaleReplicas)
     held = _decide(window(0.029), applied(SEVEN))
     assert not isinstance(held.action, SetBatchCap | ScaleReplicas), held
     assert isinstance(_decide(window(0.0275), applied(SEVEN)).action, SetBatchCap)
 
 
 def test_with_the_cap_out_of_the_way_the_removal_follows() -> None:
-    raised = replace(
-        SEVEN,
-        roles=tuple(replace(r, worker=replace(r.worker, max_running_requests=64)) for r in SEVEN.roles),
-    )
-    decision = _decide(observation(group(tpot_p50=0.0174, ttft_p99=1.31, running=26.0 * 7)), applied(raised))
+    decision = _decide(observation(group(tpot_p50=0.0174, ttft_p99=1.31, running=26.0 * 7)), applied(SEVEN_AT_CAP_64))
     assert isinstance(decision.action, ScaleReplicas), decision
     assert decision.action.to_replicas < 7
 

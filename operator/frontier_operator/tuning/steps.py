@@ -300,6 +300,7 @@ def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> P
     memory = s.forecaster.memory_batch(s.pool, worker, role, s.workload)
     ceiling = min(cap * s.policy.max_batch_cap_factor, memory if memory is not None else cap)
     target = replicas_of(smaller, role)
+    band = TWO_STEP_BAND * s.policy.hysteresis
     # The largest cap one step allows (within memory): a cap above the batch the traffic sets costs nothing,
     # while one the in-flight count reaches queues requests — and the projected count is the model's.
     for candidate in sorted((c for c in _ladder(worker) if cap < c <= ceiling), reverse=True):
@@ -310,7 +311,7 @@ def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> P
         # band and a half under: the calibration still moves between the two changes (Qwen3-32B on steady
         # traffic raised its cap ten minutes after a removal, for a second removal that the next windows'
         # calibration no longer allowed within one band: every replica restarted for nothing).
-        if _removal_fits(s, raised, headroom=s.policy.hysteresis, band=TWO_STEP_BAND * s.policy.hysteresis) is None:
+        if _removal_fits(s, raised, headroom=s.policy.hysteresis, band=band) is None:
             continue
         in_flight = _in_flight_per_replica(s, raised, role)
         if in_flight is None or not math.isfinite(in_flight):
@@ -320,7 +321,7 @@ def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> P
         return Proposal(
             SetBatchCap(role, cap, candidate),
             f"{role.value} batch cap {cap} → {candidate} ahead of removing replicas: {deployment.replicas} → "
-            f"{target} replicas would keep every SLO {TWO_STEP_BAND * s.policy.hysteresis:.0%} under its limit, "
+            f"{target} replicas would keep every SLO {band:.0%} under its limit, "
             f"but their requests in flight would reach today's cap",
         )
     return None
