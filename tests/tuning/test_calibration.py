@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import replace
 
 import pytest
@@ -23,9 +24,11 @@ from frontier_operator.tuning.observation import GroupObservation, Observation, 
 from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.structure import with_replicas
 from frontier_operator.tuning.workload import (
+    FAST_HALF_LIFE_WINDOWS,
     HALF_LIFE_WINDOWS,
     MIN_REQUESTS_TO_REPLACE,
     WorkloadEstimate,
+    averaging_lag_s,
     effective_workload,
     fleet_workload,
     rate_ahead,
@@ -307,15 +310,83 @@ def test_traffic_that_stops_starts_young_again_but_missing_data_changes_nothing(
     assert blind.windows == 1 and blind.request_rate_per_s == pytest.approx(4.0)
 
 
-def test_the_rate_ahead_extrapolates_a_significant_rise_over_the_averages_lag() -> None:
-    settled = WorkloadEstimate(request_rate_per_s=3.0, windows=30)
-    window = observation(group(rate=4.0))  # 1 200 requests: Poisson noise ±0.12 requests/s
-    lag_s = HALF_LIFE_WINDOWS * WINDOW_S / math.log(2.0)
-    assert rate_ahead(settled, window, 900.0) == pytest.approx(1.0 + (1.0 / lag_s) * 900.0 / 4.0)
-    assert rate_ahead(replace(settled, request_rate_per_s=3.7), window, 900.0) == 1.0  # within 4 sigma
-    assert rate_ahead(replace(settled, request_rate_per_s=5.0), window, 900.0) == 1.0  # falling
-    assert rate_ahead(replace(settled, windows=3), window, 900.0) == 1.0  # not yet an average
+def _ramp(slope: float, now_rate: float = 4.0) -> WorkloadEstimate:
+    """The two averages of traffic rising by `slope` requests/s per second that has reached `now_rate`."""
+    return WorkloadEstimate(
+        request_rate_per_s=now_rate - slope * averaging_lag_s(WINDOW_S),
+        recent_request_rate_per_s=now_rate - slope * averaging_lag_s(WINDOW_S, FAST_HALF_LIFE_WINDOWS),
+        windows=30,
+    )
+
+
+def test_the_rate_ahead_extrapolates_the_gap_between_the_fast_and_the_slow_average() -> None:
+    window = observation(group(rate=4.0))  # 1 200 requests: ±0.12 requests/s, ±0.028 in the averages' gap
+    slope = 1.0 / averaging_lag_s(WINDOW_S)  # 1 request/s per 43 min: the gap is 0.67 requests/s
+    assert rate_ahead(_ramp(slope), window, 900.0) == pytest.approx(1.0 + slope * 900.0 / 4.0)
+    # A gap of 0.1 request/s is within four sigmas of the gap's noise (0.11).
+    assert rate_ahead(_ramp(0.15 * slope), window, 900.0) == 1.0
+    assert rate_ahead(_ramp(-slope), window, 900.0) == 1.0  # falling
+    assert rate_ahead(replace(_ramp(slope), windows=3), window, 900.0) == 1.0  # not yet an average
+    assert rate_ahead(replace(_ramp(slope), recent_request_rate_per_s=None), window, 900.0) == 1.0
     assert rate_ahead(WorkloadEstimate(), window, 900.0) == 1.0
+
+
+def test_after_a_trough_the_windows_lead_over_the_fast_average_reads_the_rise() -> None:
+    window = observation(group(rate=4.0))  # ±0.12 requests/s: a lead of 0.6 is five sigmas
+    turned = WorkloadEstimate(request_rate_per_s=4.5, recent_request_rate_per_s=3.4, windows=30)
+    lag_s = averaging_lag_s(WINDOW_S, FAST_HALF_LIFE_WINDOWS)
+    assert rate_ahead(turned, window, 900.0) == pytest.approx(1.0 + 0.6 / lag_s * 900.0 / 4.0)
+    assert rate_ahead(replace(turned, recent_request_rate_per_s=3.6), window, 900.0) == 1.0  # 3.5 sigmas
+
+
+def test_the_fast_average_follows_a_window_three_times_as_fast_as_the_slow_one() -> None:
+    settled = replace(SERVING, request_rate_per_s=4.0, recent_request_rate_per_s=4.0, windows=30)
+    estimate = update_workload(settled, observation(group(rate=6.0)))
+    assert estimate.request_rate_per_s == pytest.approx(4.0 + 2.0 * (1.0 - 0.5 ** (1.0 / HALF_LIFE_WINDOWS)))
+    assert estimate.recent_request_rate_per_s == pytest.approx(4.0 + 2.0 * (1.0 - 0.5 ** (1.0 / 2.0)))
+
+
+def _minute_counts(rates: list[float], seed: int) -> list[int]:
+    """Poisson arrivals counted per minute at each minute's rate (requests/s)."""
+    rng = random.Random(seed)
+    counts = []
+    for rate in rates:
+        count, t = 0, rng.expovariate(rate)
+        while t < 60.0:
+            count, t = count + 1, t + rng.expovariate(rate)
+        counts.append(count)
+    return counts
+
+
+def _rising_flags(rates: list[float], seed: int) -> list[bool]:
+    """Whether the loop's estimate reads the traffic as rising, minute by minute: a 5-min window every minute."""
+    counts = _minute_counts(rates, seed)
+    estimate = SERVING
+    flags = []
+    for minute in range(5, len(counts) + 1):
+        window = observation(group(rate=sum(counts[minute - 5 : minute]) / WINDOW_S))
+        estimate = update_workload(estimate, window, fresh_fraction=0.2)
+        flags.append(rate_ahead(estimate, window, 900.0) > 1.0)
+    return flags
+
+
+def test_six_steady_hours_never_read_as_rising_a_slow_ramp_and_a_turn_upwards_do() -> None:
+    # Half an hour flat at 4 requests/s, then +1 request/s per hour for two hours (a ±50 % day of 6 requests/s
+    # rises at 3 per hour at its steepest). On these seeds the averages' gap reads the rise 17-32 min after it
+    # began; one window's lead over the slow average (the rule before) took 23-54 min.
+    ramp = [4.0] * 30 + [4.0 + (m + 1) / 60.0 for m in range(120)]
+    # Two hours down from 10 to 4 requests/s at 3 per hour, then up again: the slow average still reads
+    # falling traffic for most of an hour; the window's lead over the fast one reads the turn in 20-37 min.
+    turn = [10.0 - 3.0 * (m + 1) / 60.0 for m in range(120)] + [4.0 + 3.0 * (m + 1) / 60.0 for m in range(60)]
+    for seed in range(1, 6):
+        assert not any(_rising_flags([4.0] * 360, seed)), seed  # 356 overlapping windows, none rising
+        flags = _rising_flags(ramp, seed)
+        first = flags.index(True)
+        assert 0 < first + 5 - 30 <= 35, seed  # minutes after the ramp began
+        assert all(flags[first + 10 :]), seed  # and it stays read as rising
+        flags = _rising_flags(turn, seed)
+        first = flags.index(True)
+        assert 0 < first + 5 - 120 <= 40, seed  # minutes after the turn, none on the way down
 
 
 def test_the_steady_rate_is_the_average_until_the_window_departs_from_it_beyond_its_noise() -> None:

@@ -41,12 +41,13 @@ from frontier_operator.tuning.state import (
     RoleReadiness,
 )
 from frontier_operator.tuning.structure import with_replicas
-from frontier_operator.tuning.workload import WorkloadEstimate
+from frontier_operator.tuning.workload import FAST_HALF_LIFE_WINDOWS, WorkloadEstimate, averaging_lag_s
 from planner_support import FakePredictor
 from tuning_support import (
     IMAGE,
     NOW,
     POLICY,
+    WINDOW_S,
     WORKLOAD,
     Truth,
     applied,
@@ -218,8 +219,15 @@ def test_sustained_slack_removes_replicas() -> None:
 
 
 def _rising_from(level: float) -> ModelContext:
-    """A spent budget, and traffic averaged at `level` requests/s over the last half hour: the window's 4 is a rise."""
-    return context(calibration=replace(budget_spent(), workload=WorkloadEstimate(request_rate_per_s=level, windows=30)))
+    """A spent budget, and traffic that has risen steadily to the window's 4 requests/s, its slow average at
+    `level` (its fast one as far behind as the ramp puts it)."""
+    slope = (4.0 - level) / averaging_lag_s(WINDOW_S)
+    estimate = WorkloadEstimate(
+        request_rate_per_s=level,
+        recent_request_rate_per_s=4.0 - slope * averaging_lag_s(WINDOW_S, FAST_HALF_LIFE_WINDOWS),
+        windows=30,
+    )
+    return context(calibration=replace(budget_spent(), workload=estimate))
 
 
 def test_rising_traffic_adds_replicas_before_the_limit_is_reached() -> None:
@@ -230,6 +238,11 @@ def test_rising_traffic_adds_replicas_before_the_limit_is_reached() -> None:
     assert decision.action == ScaleReplicas(Role.UNIFIED, 5, 6)
     assert "traffic rising at 4.35 requests/s (now 4" in decision.reason
     assert "projected at p50 TPOT 47.48 ms" in decision.reason
+    # A step aims half the band under every limit, so it is taken as soon as the rise carries the fleet past
+    # that aim, not only past the limit: 31 ms now is 38.73 ms at 4.35 requests/s, 3 % under 40 ms.
+    early = _decide(observation(group(tpot_p50=0.031)), model=_rising_from(3.0))
+    assert early.action == ScaleReplicas(Role.UNIFIED, 5, 6)
+    assert "projected at p50 TPOT 38.73 ms" in early.reason
 
 
 def test_a_removal_must_hold_at_the_rate_rising_traffic_reaches() -> None:
@@ -274,6 +287,17 @@ def test_a_canary_on_a_rising_ramp_is_priced_at_the_rate_it_will_be_judged_on() 
     # 4 requests/s, 1 above the smoothed rate: priced at 5, where the plan's five TP2 replicas fall short.
     ramp = _decide(window, applied(runner_up(0)), _rising_from(3.0))
     assert not (isinstance(ramp.action, StartCanary) and ramp.action.config == base_plan().chosen.config), ramp
+
+
+def test_no_voluntary_canary_starts_while_rising_traffic_would_outrun_the_fleet_before_its_verdict() -> None:
+    # 30 ms of 40: the band to spare today, and at the rate the trend reaches in the 15-min lead of a step;
+    # not over the canary's 15 min, a cooldown and a window, while the canary would hold every other step.
+    window = observation(group(tpot_p50=0.030, ttft_p99=1.5, running=60))
+    assert isinstance(_decide(window, applied(runner_up(0)), _rising_from(4.0)).action, StartCanary)
+    ramp = _decide(window, applied(runner_up(0)), _rising_from(3.0))
+    assert _hold(ramp) is Hold.RISING_TRAFFIC
+    assert "4.69 requests/s (now 4, rising: where its trend leads in 30 min)" in ramp.reason
+    assert "p50 TPOT 40.22 ms" in ramp.reason
 
 
 def test_an_uncertain_neighbour_is_explored_under_an_upper_confidence_rule() -> None:

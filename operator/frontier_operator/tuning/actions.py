@@ -34,6 +34,8 @@ class Hold(StrEnum):
     GPU_BUDGET = "AtGpuBudget"
     NO_REMEDY = "NoRemedy"
     SLO_MET = "SloMetNoCheaperOption"
+    # Rising traffic would outrun the fleet in force while a voluntary canary holds every other step.
+    RISING_TRAFFIC = "RisingTraffic"
     CANARY_STARTING = "CanaryStarting"
     CANARY_COMPARING = "CanaryComparing"
     # `frontier pin` keeps the engine configuration: only replica counts may change.

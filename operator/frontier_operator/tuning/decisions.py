@@ -67,6 +67,7 @@ from frontier_operator.tuning.steps import (
     batch_cap_up,
     describe_violation,
     replicas_reach_within_budget,
+    rise_outlasting_a_canary,
     scale_ahead,
     scale_down,
     scale_up,
@@ -356,7 +357,9 @@ def _save(s: Situation) -> Proposal:
     proposal, held = scale_down(s)
     if proposal is not None:
         return proposal
-    proposal = _first([lambda: batch_cap_up(s), lambda: cheaper_canary(s), lambda: explore(s)])
+    rising = rise_outlasting_a_canary(s)
+    canaries = [lambda: cheaper_canary(s), lambda: explore(s)] if rising is None else []
+    proposal = _first([lambda: batch_cap_up(s), *canaries])
     if proposal is not None:
         return proposal
     if held:
@@ -367,6 +370,8 @@ def _save(s: Situation) -> Proposal:
             f"{s.policy.scale_down_stabilization_s / 60:.0f} min ago, or fewer violated the SLO in the last "
             f"{s.policy.reversal_guard_s / 3600:.0f} h at today's traffic: not removing them",
         )
+    if rising is not None:
+        return Proposal(NoAction(Hold.RISING_TRAFFIC), rising)
     return Proposal(
         NoAction(Hold.SLO_MET),
         f"SLO met ({describe_standings(s.standing)}) and no cheaper option is predicted to keep it",
