@@ -19,10 +19,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import requests
+
+from frontier_operator.sim.exporter import ScrapeServer
 
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
 ITL_BUCKETS = (
@@ -220,7 +222,7 @@ class Exporter:
     pods: Sequence[FakePod]
     started_at: float = field(default_factory=time.time)
     port: int = 0
-    _server: ThreadingHTTPServer | None = None
+    _server: ScrapeServer | None = None
 
     def start(self) -> Exporter:
         exporter = self
@@ -250,7 +252,7 @@ class Exporter:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ScrapeServer(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

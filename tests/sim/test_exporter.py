@@ -6,6 +6,7 @@ import csv
 import json
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from frontier_operator.sim.changes import StartCanary
 from frontier_operator.sim.exporter import (
     CONTENT_TYPE_TEXT_0_0_4,
     LiveTwin,
+    ScrapeServer,
     TwinExporter,
     prometheus_scrape_config,
     render_fleet,
@@ -142,6 +144,23 @@ def test_http_endpoints_and_service_discovery(fleet: FleetSimulation) -> None:
         assert missing.value.code == 404
     config = prometheus_scrape_config("http://127.0.0.1:1234")
     assert config["http_sd_configs"][0]["url"] == "http://127.0.0.1:1234/sd"
+
+
+def test_a_scraper_that_hangs_up_is_not_reported_but_a_handler_bug_is(capsys: pytest.CaptureFixture[str]) -> None:
+    # Prometheus closes the connection when a scrape outlasts its timeout: the handler's write then fails with a
+    # broken pipe in the request's thread, and socketserver would print its traceback into whatever runs then.
+    server = ScrapeServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    try:
+        for error in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset"), ValueError("bug")):
+            try:
+                raise error
+            except Exception:
+                server.handle_error(None, ("127.0.0.1", 1))
+    finally:
+        server.server_close()
+    err = capsys.readouterr().err
+    assert "ValueError: bug" in err
+    assert "Broken pipe" not in err and "ConnectionResetError" not in err
 
 
 def test_live_twin_advances_with_wall_time() -> None:

@@ -27,8 +27,8 @@ FAST_HALF_LIFE_WINDOWS = 2.0
 # Requests the average must rest on before it replaces the spec's workload.
 MIN_REQUESTS_TO_REPLACE = 1000
 # Standard deviations of the noise by which a window's rate must depart from the average to count as off it,
-# and the fast average from the slow one to count as rising: the loop tests an overlapping window every
-# minute, 360 in six hours, and a false rise adds capacity.
+# and the fast average from the slow one (or the window from the fast one) to count as rising: the loop tests
+# an overlapping window every minute, 360 in six hours, and a false rise adds capacity.
 DEPARTURE_SIGMAS = 4.0
 
 
