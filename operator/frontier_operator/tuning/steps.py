@@ -113,7 +113,7 @@ def scale_ahead(s: Situation) -> Proposal | None:
     step comes late: GLM-5's p99 TTFT under diurnal traffic sat in the hysteresis band for ten minutes while the
     rate climbed, missed, and only then gained a prefill replica. The lead is the window plus the cooldown;
     the rise must stand out of the averages' noise (`workload.rate_ahead`). The trigger is the aim of the step
-    itself, half the band under every limit: GLM-5's fleet, projected at 1.95 s against 2 s at the rate ahead,
+    itself, half the band under every limit: GLM-5's fleet, projected at up to 1.96 s against 2 s at the rate ahead,
     missed three windows by 0.5-3.3 % on the way up.
     """
     lead_s = s.policy.window_s + s.policy.cooldown_s

@@ -255,7 +255,7 @@ def rate_ahead(
 
     * the averages' gap over the difference of their lags — a quarter of one window's counting noise
       (`_averages_gap_noise`), so a long ramp stands out 2.7 times sooner than by a single window's lead
-      over the slow average (the rule before): on GLM-5's bursty diurnal traffic that lead reached 3.8 of
+      over the slow average (the rule before): on GLM-5's bursty diurnal traffic that lead reached 3.7 of
       its 4 sigmas at 8.5 requests/s while the rate climbed into the p99 TTFT limit;
     * the window's lead over the fast average, over its lag, against the window's own noise: after a
       trough the slow average still carries the day's heavier hours and the gap reads falling for half an
