@@ -245,6 +245,16 @@ def test_rising_traffic_adds_replicas_before_the_limit_is_reached() -> None:
     assert "projected at p50 TPOT 38.73 ms" in early.reason
 
 
+def test_the_cooldown_after_a_rollback_holds_no_replicas_ahead_of_rising_traffic() -> None:
+    near_aim = observation(group(tpot_p50=0.031))  # 38.73 ms at the rate the rise reaches
+    rolled_back = applied(history=(ChangeRecord(NOW - 120, ChangeKind.ROLLBACK),))
+    ahead = _decide(near_aim, rolled_back, _rising_from(3.0))
+    assert ahead.action == ScaleReplicas(Role.UNIFIED, 5, 6) and "traffic rising" in ahead.reason
+    assert _hold(_decide(near_aim, rolled_back, _rising_from(4.0))) is Hold.COOLDOWN  # flat: nothing else
+    scaled = applied(history=(ChangeRecord(NOW - 120, ChangeKind.SCALE, Role.UNIFIED, 1),))
+    assert _hold(_decide(near_aim, scaled, _rising_from(3.0))) is Hold.COOLDOWN  # a fleet change: wait
+
+
 def test_a_removal_must_hold_at_the_rate_rising_traffic_reaches() -> None:
     flat = _decide(observation(QUIET_SEVEN), applied(SEVEN), _rising_from(4.0))
     assert flat.action == ScaleReplicas(Role.UNIFIED, 7, 6) and "rising" not in flat.reason
