@@ -28,6 +28,7 @@ from frontier_operator.tuning.policy import TuningPolicy
 from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.state import AppliedState, ModelContext, RoleReadiness
 from frontier_operator.tuning.structure import latency_role, structure_key
+from frontier_operator.tuning.workload import FAST_HALF_LIFE_WINDOWS, WorkloadEstimate, averaging_lag_s
 from planner_support import FakePredictor, chat_workload, pool, request, search
 
 NOW = 1_000_000.0
@@ -100,6 +101,15 @@ def group(
         kv_usage=kv_usage,
         cache_hit_rate=0.0,
         samples=samples if samples is not None else round(rate * WINDOW_S),
+    )
+
+
+def ramp_estimate(slope: float, now_rate: float = 4.0) -> WorkloadEstimate:
+    """The two rate averages, settled, of traffic rising by `slope` requests/s per second to `now_rate`."""
+    return WorkloadEstimate(
+        request_rate_per_s=now_rate - slope * averaging_lag_s(WINDOW_S),
+        recent_request_rate_per_s=now_rate - slope * averaging_lag_s(WINDOW_S, FAST_HALF_LIFE_WINDOWS),
+        windows=30,
     )
 
 

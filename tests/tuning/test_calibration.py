@@ -37,7 +37,18 @@ from frontier_operator.tuning.workload import (
     variant_workload,
     workload_shift,
 )
-from tuning_support import NOW, WINDOW_S, WORKLOAD, Truth, base_plan, group, observation, runner_up, scenario_request
+from tuning_support import (
+    NOW,
+    WINDOW_S,
+    WORKLOAD,
+    Truth,
+    base_plan,
+    group,
+    observation,
+    ramp_estimate,
+    runner_up,
+    scenario_request,
+)
 
 # The plan's fleet at 8 replicas: enough capacity that 50 % slower decode steps still carry the traffic
 # (with fewer, the truth overloads, and overloaded windows teach calibration nothing).
@@ -310,24 +321,15 @@ def test_traffic_that_stops_starts_young_again_but_missing_data_changes_nothing(
     assert blind.windows == 1 and blind.request_rate_per_s == pytest.approx(4.0)
 
 
-def _ramp(slope: float, now_rate: float = 4.0) -> WorkloadEstimate:
-    """The two averages of traffic rising by `slope` requests/s per second that has reached `now_rate`."""
-    return WorkloadEstimate(
-        request_rate_per_s=now_rate - slope * averaging_lag_s(WINDOW_S),
-        recent_request_rate_per_s=now_rate - slope * averaging_lag_s(WINDOW_S, FAST_HALF_LIFE_WINDOWS),
-        windows=30,
-    )
-
-
 def test_the_rate_ahead_extrapolates_the_gap_between_the_fast_and_the_slow_average() -> None:
     window = observation(group(rate=4.0))  # 1 200 requests: ±0.12 requests/s, ±0.028 in the averages' gap
     slope = 1.0 / averaging_lag_s(WINDOW_S)  # 1 request/s per 43 min: the gap is 0.67 requests/s
-    assert rate_ahead(_ramp(slope), window, 900.0) == pytest.approx(1.0 + slope * 900.0 / 4.0)
+    assert rate_ahead(ramp_estimate(slope), window, 900.0) == pytest.approx(1.0 + slope * 900.0 / 4.0)
     # A gap of 0.1 request/s is within four sigmas of the gap's noise (0.11).
-    assert rate_ahead(_ramp(0.15 * slope), window, 900.0) == 1.0
-    assert rate_ahead(_ramp(-slope), window, 900.0) == 1.0  # falling
-    assert rate_ahead(replace(_ramp(slope), windows=3), window, 900.0) == 1.0  # not yet an average
-    assert rate_ahead(replace(_ramp(slope), recent_request_rate_per_s=None), window, 900.0) == 1.0
+    assert rate_ahead(ramp_estimate(0.15 * slope), window, 900.0) == 1.0
+    assert rate_ahead(ramp_estimate(-slope), window, 900.0) == 1.0  # falling
+    assert rate_ahead(replace(ramp_estimate(slope), windows=3), window, 900.0) == 1.0  # not yet an average
+    assert rate_ahead(replace(ramp_estimate(slope), recent_request_rate_per_s=None), window, 900.0) == 1.0
     assert rate_ahead(WorkloadEstimate(), window, 900.0) == 1.0
 
 

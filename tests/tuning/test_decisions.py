@@ -41,7 +41,7 @@ from frontier_operator.tuning.state import (
     RoleReadiness,
 )
 from frontier_operator.tuning.structure import with_replicas
-from frontier_operator.tuning.workload import FAST_HALF_LIFE_WINDOWS, WorkloadEstimate, averaging_lag_s
+from frontier_operator.tuning.workload import WorkloadEstimate, averaging_lag_s
 from planner_support import FakePredictor
 from tuning_support import (
     IMAGE,
@@ -56,6 +56,7 @@ from tuning_support import (
     context,
     group,
     observation,
+    ramp_estimate,
     runner_up,
     scenario_request,
 )
@@ -221,12 +222,7 @@ def test_sustained_slack_removes_replicas() -> None:
 def _rising_from(level: float) -> ModelContext:
     """A spent budget, and traffic that has risen steadily to the window's 4 requests/s, its slow average at
     `level` (its fast one as far behind as the ramp puts it)."""
-    slope = (4.0 - level) / averaging_lag_s(WINDOW_S)
-    estimate = WorkloadEstimate(
-        request_rate_per_s=level,
-        recent_request_rate_per_s=4.0 - slope * averaging_lag_s(WINDOW_S, FAST_HALF_LIFE_WINDOWS),
-        windows=30,
-    )
+    estimate = ramp_estimate((4.0 - level) / averaging_lag_s(WINDOW_S))
     return context(calibration=replace(budget_spent(), workload=estimate))
 
 

@@ -139,8 +139,7 @@ def decide(
         return s.decision(replan(model, *trigger, workload=_replan_workload(s)))
     held = _change_gates(s)
     if held is not None:
-        ahead = _ahead_through_a_rollback(s, held)
-        return s.decision(ahead) if ahead is not None else held
+        return held
     if any(x.violated for x in standing):
         held = _draining_backlog(s) or _within_budget(s)
         if held is not None:
@@ -172,8 +171,17 @@ def _unhealthy_canary(canary: CanaryState | None, policy: TuningPolicy, now: flo
 def _change_gates(s: Situation) -> Decision | None:
     history = s.applied.history
     if history:
-        last = max(r.at for r in history)
-        quiet = s.now - last
+        last = max(history, key=lambda r: r.at)
+        quiet = s.now - last.at
+        # A rollback leaves the stable pods as they were and hands them the canary's share at once: what the
+        # cooldown waits for, a change of the stable fleet showing in its windows, did not happen, and adding
+        # capacity is the safe direction (Kubernetes' HPA scales up without a stabilization window by
+        # default). Qwen3-32B under diurnal traffic rolled an exploration canary back twenty minutes after the
+        # evening trough, on three replicas at 11.7 ms p50 TPOT of 12 and rising, and waited out the cooldown
+        # into three missed windows.
+        ahead = scale_ahead(s) if quiet < s.policy.cooldown_s and last.kind is ChangeKind.ROLLBACK else None
+        if ahead is not None:
+            return s.decision(ahead)
         if quiet < s.policy.cooldown_s:
             return Decision(
                 NoAction(Hold.COOLDOWN),
@@ -191,24 +199,6 @@ def _change_gates(s: Situation) -> Decision | None:
             s.standing,
         )
     return None
-
-
-def _ahead_through_a_rollback(s: Situation, held: Decision) -> Proposal | None:
-    """Replicas ahead of rising traffic (rule 10) during the cooldown after a canary's rollback, which holds
-    nothing else.
-
-    A rollback leaves the stable pods as they were and hands them the canary's share at once; what the
-    cooldown waits for — a change of the stable fleet showing in its windows — did not happen, and adding
-    capacity is the safe direction (Kubernetes' HPA scales up without a stabilization window by default).
-    Qwen3-32B under diurnal traffic rolled an exploration canary back twenty minutes after the evening trough,
-    on three replicas at 11.7 ms p50 TPOT of 12 and rising, and waited out the cooldown into three missed
-    windows.
-    """
-    if not (isinstance(held.action, NoAction) and held.action.hold is Hold.COOLDOWN):
-        return None
-    if max(s.applied.history, key=lambda r: r.at).kind is not ChangeKind.ROLLBACK:
-        return None
-    return scale_ahead(s)
 
 
 def _replan_workload(s: Situation) -> Workload:

@@ -117,13 +117,13 @@ def scale_ahead(s: Situation) -> Proposal | None:
     missed three windows by 0.5-3.3 % on the way up.
     """
     lead_s = s.policy.window_s + s.policy.cooldown_s
-    ahead = s.workload_in(lead_s)
-    if ahead.request_rate_per_s <= s.workload.request_rate_per_s:
+    past = _rise_past_aim(s, lead_s)
+    if past is None:
         return None
-    values = s.project(s.config, ahead)
+    ahead, values = past
+    if values is None:
+        return None
     aim = s.policy.hysteresis / 2
-    if values is None or s.fits(values, aim):
-        return None
     over = [item for item, value in zip(s.standing, values, strict=True) if value > item.bound.limit_s * (1.0 - aim)]
     ttft_only = all(item.bound.metric is SloMetric.TTFT for item in over)
     role = latency_role(s.config, metric_is_ttft=True) if ttft_only else decoding_role(s.config)
@@ -137,6 +137,19 @@ def scale_ahead(s: Situation) -> Proposal | None:
     )
 
 
+def _rise_past_aim(s: Situation, horizon_s: float) -> tuple[Workload, tuple[float, ...] | None] | None:
+    """The workload rising traffic reaches in `horizon_s` and the fleet in force's projection there (None:
+    unpredictable), when the rise carries the fleet past the aim of an added step, half the band under a
+    limit; None when the traffic is not rising or the fleet stays clear of that aim."""
+    ahead = s.workload_in(horizon_s)
+    if ahead.request_rate_per_s <= s.workload.request_rate_per_s:
+        return None
+    values = s.project(s.config, ahead)
+    if values is not None and s.fits(values, s.policy.hysteresis / 2):
+        return None
+    return ahead, values
+
+
 def rise_outlasting_a_canary(s: Situation) -> str | None:
     """Why no voluntary canary may start now, or None: the traffic rises, and the fleet in force is projected
     less than half the band under a limit at the rate it reaches before the canary's verdict and a cooldown.
@@ -146,12 +159,10 @@ def rise_outlasting_a_canary(s: Situation) -> str | None:
     window and the cooldown after its rollback, and three windows missed p50 TPOT before a replica came.
     """
     horizon_s = s.policy.canary_min_duration_s + s.policy.cooldown_s + s.policy.window_s
-    ahead = s.workload_in(horizon_s)
-    if ahead.request_rate_per_s <= s.workload.request_rate_per_s:
+    past = _rise_past_aim(s, horizon_s)
+    if past is None:
         return None
-    values = s.project(s.config, ahead)
-    if values is not None and s.fits(values, s.policy.hysteresis / 2):
-        return None
+    values = past[1]
     projected = s.describe_projection(values) if values is not None else "unpredictable"
     return (
         f"SLO met, but traffic is rising{_rising_note(s, horizon_s)} and the fleet in force is projected at "
