@@ -378,6 +378,12 @@ class Kubelet:
     def _follow_canary(self, revisions: Mapping[str, RevisionView], record: TuningRecord) -> None:
         canaries = {rev: view for rev, view in revisions.items() if view.variant == "canary"}
         if self.canary is not None and self.canary.view.revision not in canaries:
+            promoted = revisions.get(self.canary.view.revision)
+            if promoted is not None and promoted.variant == "stable":
+                # A promoted canary keeps its revision and its Deployments, relabelled stable. The operator applies
+                # them before it writes the record that names them stable: the twin is told once the record is
+                # (`_follow_stable`), and never told a rollback in between.
+                return
             if self.canary.twin is not None:
                 self._apply(changes.RollbackCanary())
             else:
