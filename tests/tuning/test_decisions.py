@@ -249,6 +249,10 @@ def test_the_cooldown_after_a_rollback_holds_no_replicas_ahead_of_rising_traffic
     assert _hold(_decide(near_aim, rolled_back, _rising_from(4.0))) is Hold.COOLDOWN  # flat: nothing else
     scaled = applied(history=(ChangeRecord(NOW - 120, ChangeKind.SCALE, Role.UNIFIED, 1),))
     assert _hold(_decide(near_aim, scaled, _rising_from(3.0))) is Hold.COOLDOWN  # a fleet change: wait
+    # The hourly budget is not the cooldown's: a fleet that changed as often as the policy allows waits.
+    spent = tuple(ChangeRecord(NOW - 3000 + 600 * i, ChangeKind.SCALE, Role.UNIFIED, 1) for i in range(4))
+    busy = applied(history=(*spent, ChangeRecord(NOW - 120, ChangeKind.ROLLBACK)))
+    assert _hold(_decide(near_aim, busy, _rising_from(3.0))) is Hold.COOLDOWN
 
 
 def test_a_removal_must_hold_at_the_rate_rising_traffic_reaches() -> None:

@@ -169,6 +169,8 @@ def _unhealthy_canary(canary: CanaryState | None, policy: TuningPolicy, now: flo
 
 
 def _change_gates(s: Situation) -> Decision | None:
+    changes = recent_changes(s)
+    within_budget = changes < s.policy.max_changes_per_hour
     history = s.applied.history
     if history:
         last = max(history, key=lambda r: r.at)
@@ -178,8 +180,9 @@ def _change_gates(s: Situation) -> Decision | None:
         # capacity is the safe direction (Kubernetes' HPA scales up without a stabilization window by
         # default). Qwen3-32B under diurnal traffic rolled an exploration canary back twenty minutes after the
         # evening trough, on three replicas at 11.7 ms p50 TPOT of 12 and rising, and waited out the cooldown
-        # into three missed windows.
-        ahead = scale_ahead(s) if quiet < s.policy.cooldown_s and last.kind is ChangeKind.ROLLBACK else None
+        # into three missed windows. The hourly budget still holds: it bounds how often the fleet changes.
+        after_rollback = quiet < s.policy.cooldown_s and last.kind is ChangeKind.ROLLBACK
+        ahead = scale_ahead(s) if after_rollback and within_budget else None
         if ahead is not None:
             return s.decision(ahead)
         if quiet < s.policy.cooldown_s:
@@ -190,8 +193,7 @@ def _change_gates(s: Situation) -> Decision | None:
                 s.now,
                 s.standing,
             )
-    changes = recent_changes(s)
-    if changes >= s.policy.max_changes_per_hour:
+    if not within_budget:
         return Decision(
             NoAction(Hold.CHANGE_BUDGET),
             f"{changes} changes in the last hour, the most the policy allows ({s.policy.max_changes_per_hour})",
