@@ -51,11 +51,11 @@ from frontier_operator.perf.types import Role, RoleDeployment, ServingConfig, Wo
 from frontier_operator.planner.describe import describe_config
 from frontier_operator.planner.formats import canonical_format_name
 from frontier_operator.sim.closed_loop import (
-    ORACLE_MEASURE_S,
     InfeasibleTarget,
     LoopRun,
     Setup,
     compute_oracle,
+    oracle_measure_s,
     prepare,
     run_loop,
     summarize,
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     hours = args.hours or (2.0 if args.quick else 6.0)
     traffics = ("steady",) if args.quick else ("steady", "diurnal")
-    measure_s = 900.0 if args.quick else ORACLE_MEASURE_S
+    measure_s = 900.0 if args.quick else oracle_measure_s(hours)
     started = time.perf_counter()
     heavy = frozenset() if args.full else HEAVY
     chosen, skipped = scenarios(args.quick, heavy)
