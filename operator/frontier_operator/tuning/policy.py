@@ -84,6 +84,12 @@ class TuningPolicy:
     def canary_data_deadline_s(self) -> float:
         return CANARY_DATA_DEADLINE_FACTOR * self.canary_min_duration_s
 
+    @property
+    def step_aim(self) -> float:
+        """How far under every limit a step that adds capacity aims (relative): half the hysteresis band, while a
+        removal must land the full band under, so a step and its reverse are never both attractive."""
+        return self.hysteresis / 2
+
 
 def policy_from_spec(spec: TuningSpec, *, paused_annotation: bool = False) -> TuningPolicy:
     """The policy of a target; the `frontier.dev/paused` annotation pauses it like `spec.tuning.paused`."""

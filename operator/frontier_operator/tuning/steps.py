@@ -96,7 +96,7 @@ def _clears(
     """`config` is projected to keep every SLO `band` (default: half the hysteresis band) under its limit —
     and, for a saturated role, to carry the offered rate (today's, or `workload`'s) with the capacity headroom
     (its latency was projected from a queue, not a service)."""
-    if values is None or not s.fits(values, s.policy.hysteresis / 2 if band is None else band):
+    if values is None or not s.fits(values, s.policy.step_aim if band is None else band):
         return False
     if not s.saturated(role):
         return True
@@ -123,8 +123,8 @@ def scale_ahead(s: Situation) -> Proposal | None:
     ahead, values = past
     if values is None:
         return None
-    aim = s.policy.hysteresis / 2
-    over = [item for item, value in zip(s.standing, values, strict=True) if value > item.bound.limit_s * (1.0 - aim)]
+    aim = 1.0 - s.policy.step_aim
+    over = [item for item, value in zip(s.standing, values, strict=True) if value > item.bound.limit_s * aim]
     ttft_only = all(item.bound.metric is SloMetric.TTFT for item in over)
     role = latency_role(s.config, metric_is_ttft=True) if ttft_only else decoding_role(s.config)
     proposal = scale_up(s, role, ahead)
@@ -145,7 +145,7 @@ def _rise_past_aim(s: Situation, horizon_s: float) -> tuple[Workload, tuple[floa
     if ahead.request_rate_per_s <= s.workload.request_rate_per_s:
         return None
     values = s.project(s.config, ahead)
-    if values is not None and s.fits(values, s.policy.hysteresis / 2):
+    if values is not None and s.fits(values, s.policy.step_aim):
         return None
     return ahead, values
 
@@ -459,7 +459,7 @@ def batch_cap_down(s: Situation) -> Proposal | None:
     floor = min(cap, batch) / s.policy.max_batch_cap_factor
     for candidate in sorted((c for c in _ladder(worker) if floor <= c < min(cap, batch)), reverse=True):
         holds = _scaled_per_token(s, worker, batch, candidate)
-        if holds is None or not holds(s.policy.hysteresis / 2):
+        if holds is None or not holds(s.policy.step_aim):
             continue
         prediction = s.forecaster.predict(with_batch_cap(s.config, role, candidate), s.pool, s.workload)
         needed = s.workload.request_rate_per_s * (1.0 + s.policy.capacity_headroom)
@@ -524,7 +524,7 @@ def shift_ratio(s: Situation, toward: Role) -> Proposal | None:
         return None
     shifted = with_replicas(with_replicas(s.config, giver_role, giver.replicas - given), toward, taker.replicas + 1)
     values = s.project(shifted)
-    if values is None or not s.fits(values, s.policy.hysteresis / 2):
+    if values is None or not s.fits(values, s.policy.step_aim):
         return None
     before = (replicas_of(s.config, Role.PREFILL), replicas_of(s.config, Role.DECODE))
     after = (replicas_of(shifted, Role.PREFILL), replicas_of(shifted, Role.DECODE))

@@ -184,6 +184,11 @@ class WorkloadEstimate:
     recent_request_rate_per_s: float | None = None
 
 
+def _weight(windows: float, half_life_windows: float) -> float:
+    """The weight an average with this half-life gives `windows` of new data."""
+    return 1.0 - math.pow(0.5, windows / half_life_windows)
+
+
 def _blend(previous: float | None, value: float | None, weight: float) -> float | None:
     if value is None or not math.isfinite(value):
         return previous
@@ -210,8 +215,8 @@ def update_workload(
     since = observation.window_start if estimate.serving_since is None else estimate.serving_since
     if warming_up(observation, since):
         return replace(estimate, serving_since=since)
-    weight = 1.0 - 0.5 ** (fresh_fraction / half_life_windows)
-    recent_weight = 1.0 - 0.5 ** (fresh_fraction / FAST_HALF_LIFE_WINDOWS)
+    weight = _weight(fresh_fraction, half_life_windows)
+    recent_weight = _weight(fresh_fraction, FAST_HALF_LIFE_WINDOWS)
     served = sum(g.samples for v in Variant if (g := serving_group(observation, v)) is not None)
     requests = round(served * fresh_fraction)
     return WorkloadEstimate(
@@ -300,8 +305,8 @@ def _averages_gap_noise(half_life_windows: float) -> float:
     """Standard deviation of the gap between the fast and the slow average, in units of one window's: for
     weights a and b per window and independent windows, √(a/(2−a) + b/(2−b) − 2ab/(1 − (1−a)(1−b))) — 0.24 for
     half-lives of 2 and 6 windows (0.22 measured with a 5-min window every minute, bursty or Poisson)."""
-    a = 1.0 - 0.5 ** (1.0 / FAST_HALF_LIFE_WINDOWS)
-    b = 1.0 - 0.5 ** (1.0 / half_life_windows)
+    a = _weight(1.0, FAST_HALF_LIFE_WINDOWS)
+    b = _weight(1.0, half_life_windows)
     return math.sqrt(a / (2.0 - a) + b / (2.0 - b) - 2.0 * a * b / (1.0 - (1.0 - a) * (1.0 - b)))
 
 
