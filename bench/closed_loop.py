@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from frontier_operator.api import load_target_file
-from frontier_operator.api.spec import TuningMode
+from frontier_operator.api.spec import TrafficSpec, TrafficSplitting, TuningMode
 from frontier_operator.perf.codec import config_from_dict, config_to_dict
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.memory import DEFAULT_MAX_RUNNING_PER_RANK, default_chunked_prefill_size
@@ -101,6 +101,8 @@ class Cell:
     traffic: str
     policy: str
     hours: float
+    # How a canary's share is realised (spec.serving.traffic.splitting): the target Service's split by default.
+    splitting: TrafficSplitting = TrafficSplitting.SERVICE
 
 
 # ------------------------------------------------------------------------------------------ baselines
@@ -170,6 +172,13 @@ def _setup(scenario: Scenario) -> Setup:
     return prepare(load_target_file(scenario.path), truth_spec=scenario.truth, seed=scenario.seed)
 
 
+def _with_splitting(setup: Setup, splitting: TrafficSplitting) -> Setup:
+    target = setup.target
+    serving = target.spec.serving.model_copy(update={"traffic": TrafficSpec(splitting=splitting)})
+    spec = target.spec.model_copy(update={"serving": serving})
+    return replace(setup, target=target.model_copy(update={"spec": spec}))
+
+
 def oracle_job(scenario: Scenario, measure_s: float) -> tuple[Scenario, OracleResult, float]:
     start = time.process_time()
     setup = _setup(scenario)
@@ -196,7 +205,7 @@ def _run(cell: Cell, setup: Setup) -> LoopRun:
 
 def run_job(cell: Cell, oracle: OracleResult | None) -> dict[str, Any]:
     start, wall = time.process_time(), time.perf_counter()
-    setup = _setup(cell.scenario)
+    setup = _with_splitting(_setup(cell.scenario), cell.splitting)
     run = _run(cell, setup)
     end = cell.hours * HOUR_S
     summary = summarize(run, end, oracle)
@@ -385,6 +394,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON")
     parser.add_argument("--only", nargs="+", metavar="EXAMPLE", help="run only these examples (file stems)")
+    parser.add_argument(
+        "--splitting",
+        type=TrafficSplitting,
+        choices=list(TrafficSplitting),
+        default=TrafficSplitting.SERVICE,
+        help="how canaries get their share (spec.serving.traffic.splitting; default service: half, as the Service "
+        "splits it; http-route: exactly spec.tuning.canary.trafficShare)",
+    )
     args = parser.parse_args(argv)
     hours = args.hours or (2.0 if args.quick else 6.0)
     traffics = ("steady",) if args.quick else ("steady", "diurnal")
@@ -395,7 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         chosen = [s for s in chosen if s.name in args.only]
     cells = [
-        Cell(s, t, p, hours) for s in chosen for t in traffics for p in POLICIES if t == "steady" or s.name not in heavy
+        Cell(s, t, p, hours, args.splitting)
+        for s in chosen
+        for t in traffics
+        for p in POLICIES
+        if t == "steady" or s.name not in heavy
     ]
     with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
         oracle_futures = [pool.submit(oracle_job, s, measure_s) for s in chosen]
@@ -414,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     result = {
         "hours": hours,
+        "splitting": args.splitting.value,
         "traffic": list(traffics),
         "policies": list(POLICIES),
         "scenarios": [
@@ -436,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     where = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out
     print(
-        f"closed_loop: {goals['cells']} loop runs ({len(chosen)} scenario×truth, {', '.join(traffics)}, {hours:g} h): "
+        f"closed_loop: {goals['cells']} loop runs ({len(chosen)} scenario×truth, {', '.join(traffics)}, {hours:g} h, "
+        f"{args.splitting.value} splitting): "
         f"median cost {goals['median_cost_ratio']}× oracle (worst {goals['worst_cost_ratio']}), "
         f"{goals['within_cost_goal']}/{goals['cells']} within {GOAL_RATIO}×, SLO ≥95% after settle in "
         f"{goals['slo_goal_met']}/{goals['cells']}, steady runs without flapping "

@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
         request = RenderRequest(
             target=target, config=config, pool_name=pool, owner=owner_of(target), variant=Variant(args.variant)
         )
-        objects = render_fleet(request)
+        objects = render_fleet(request, with_route=request.variant is Variant.STABLE)
     except SpecInvalid as invalid:
         print(f"{args.file}: invalid", file=sys.stderr)
         for error in invalid.errors:

@@ -60,6 +60,9 @@ def format_status(target: dict[str, Any]) -> str:
             f"  canary       {canary['revision']} {canary['summary']} at {canary['trafficSharePercent']:g}%"
             f" since {canary['startedAt']}"
         )
+    if status.get("route"):
+        weights = ", ".join(f"{b['revision']} {b['weightPerMille'] / 10:g}%" for b in status["route"])
+        lines.append(f"  route        HTTPRoute weights: {weights}")
     sweep = status.get("sweep") or {}
     if sweep.get("phase", "Idle") != "Idle":
         lines.append(

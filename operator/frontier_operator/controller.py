@@ -25,7 +25,7 @@ from frontier_operator.adapters import kube, prometheus
 from frontier_operator.adapters.prometheus import FleetSelector
 from frontier_operator.api import SpecInvalid, parse_target
 from frontier_operator.api.errors import FieldError
-from frontier_operator.api.spec import FrontierTargetSpec
+from frontier_operator.api.spec import FrontierTargetSpec, TrafficSplitting
 from frontier_operator.api.status import FrontierTargetStatus
 from frontier_operator.api.units import rfc3339
 from frontier_operator.api.v1alpha1 import FrontierTarget
@@ -392,6 +392,8 @@ class Controller:
                 plan=in_force,
                 plan_workload=record.plan_basis.workload if record.plan_basis else planning.request.workload,
                 image=spec.serving.image,
+                router_replicas=spec.serving.router.replicas,
+                weighted_route=spec.serving.traffic.splitting is TrafficSplitting.HTTP_ROUTE,
             )
             inputs = self._tick_input(
                 target=target,
@@ -423,7 +425,8 @@ class Controller:
         if applied.config != shown.chosen.config or applied.pool != shown.chosen.pool.name:
             pool = next(p for p in planning.request.pools if p.name == applied.pool)
             tuned = config_status(applied.config, applied.pool, pool.gpu.name)
-        outcome = Planned(shown, rendered.stable.revision, rendered.stable.objects, rendered.canary, tuned)
+        stable = rendered.stable
+        outcome = Planned(shown, stable.revision, stable.objects, rendered.canary, tuned, stable.route)
         return _Tuned(outcome, report, record)
 
     def _tick_input(

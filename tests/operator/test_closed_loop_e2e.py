@@ -375,13 +375,35 @@ def test_crash_looping_and_worse_canaries_are_rolled_back(
     )
 
 
+def _route_weights(kube_api: kubernetes.client.ApiClient, namespace: str, name: str) -> dict[str, int]:
+    """Entry Service → weight of the target's HTTPRoute as the API server holds it ({} if it has none)."""
+    try:
+        route = kubernetes.client.CustomObjectsApi(kube_api).get_namespaced_custom_object(
+            "gateway.networking.k8s.io", "v1", namespace, "httproutes", name
+        )
+    except kubernetes.client.ApiException:
+        return {}
+    return {ref["name"]: ref["weight"] for rule in route["spec"]["rules"] for ref in rule["backendRefs"]}
+
+
+@pytest.mark.parametrize("splitting", ["service", "http-route"])
 def test_sustained_slack_canaries_a_cheaper_configuration_and_promotes_it(
-    crd: None, kube_api: kubernetes.client.ApiClient, namespace: str, run_operator: Any, prometheus: PrometheusForTwin
+    splitting: str,
+    *,
+    crd: None,
+    kube_api: kubernetes.client.ApiClient,
+    namespace: str,
+    run_operator: Any,
+    prometheus: PrometheusForTwin,
 ) -> None:
     # The twin decodes 2.5× faster than the model: once the calibration has learnt it (model drift → re-plan),
-    # the corrected plan is a narrower layout, which a canary must prove before it replaces the fleet.
+    # the corrected plan is a narrower layout, which a canary must prove before it replaces the fleet. Through
+    # the Service the canary takes half the traffic, one entry pod of two; behind an HTTPRoute, the half the
+    # target asks for (`closed_loop_target`), by weight.
     document = closed_loop_target(namespace, prometheus.url)
-    watch = Watch(kube_api, namespace, document["metadata"]["name"])
+    document["spec"].setdefault("serving", {})["traffic"] = {"splitting": splitting}
+    name = document["metadata"]["name"]
+    watch = Watch(kube_api, namespace, name)
     with run_operator(OPERATOR, namespaces=[namespace], timeout=240):
         create(kube_api, document)
         with closed_loop(kube_api, document, prometheus, truth=model_truth(document, decode_factor=0.4)) as loop:
@@ -391,6 +413,16 @@ def test_sustained_slack_canaries_a_cheaper_configuration_and_promotes_it(
             start = first_change(started, "start a cheaper canary")
             assert start is not None and "under the stable" in start["reason"], start
             assert any(e["action"] == "re-plan (ModelDrift)" for e in tuning_entries(started))
+            assert started["status"]["canary"]["trafficSharePercent"] == 50
+            if splitting == "http-route":
+                # Once the canary is ready, the route gives it its half.
+                wait_until(
+                    lambda: list(_route_weights(kube_api, namespace, name).values()) == [500, 500],
+                    timeout=60,
+                    what="the HTTPRoute to weigh stable and canary 500 of 1000 each",
+                )
+            else:
+                assert _route_weights(kube_api, namespace, name) == {}
             target = watch.until(
                 lambda t: first_change(t, "promote canary"), timeout=60, what="the cheaper canary promoted"
             )
@@ -406,6 +438,10 @@ def test_sustained_slack_canaries_a_cheaper_configuration_and_promotes_it(
             applied = status["tuning"]["applied"]
             assert applied["summary"] != initial, applied
             assert applied["summary"] == status["summary"]["config"]
+            if splitting == "http-route":
+                # The promoted revision, the only one left, takes all the traffic.
+                assert status["route"] == [{"revision": status["appliedRevision"], "weightPerMille": 1000}]
+                assert list(_route_weights(kube_api, namespace, name).values()) == [1000]
             loop.check()
     compared_s = _seconds(promote["time"]) - _seconds(start["time"])
     figure(f"slack: {initial} → {applied['summary']} by canary ({compared_s:.0f} s from start to promotion)")

@@ -232,6 +232,8 @@ def test_the_operator_uses_exactly_what_its_rbac_grants(
             "name": "acme/custom-llama-8b",
             "config": {"configMapRef": {"name": "llama-config"}},
         }
+        # Traffic split by a Gateway API HTTPRoute: its apply and its prune with the revision must be granted.
+        document["spec"]["serving"] = {"traffic": {"splitting": "http-route"}}
 
     def multi_node(document: dict[str, Any]) -> None:
         # DeepSeek-R1 in FP8 does not fit one H100 node: a LeaderWorkerSet.

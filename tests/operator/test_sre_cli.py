@@ -70,6 +70,13 @@ def test_status_shows_the_error_budget_of_the_fleet_in_force() -> None:
     assert "budget" not in format_status({"metadata": {}, "status": {"calibration": {"samples": 0}}})
 
 
+def test_status_shows_where_the_http_route_sends_traffic() -> None:
+    route = [{"revision": "aaaa1111", "weightPerMille": 900}, {"revision": "bbbb2222", "weightPerMille": 100}]
+    target = {"metadata": {"namespace": "ns", "name": "t"}, "status": {"route": route}}
+    assert "route        HTTPRoute weights: aaaa1111 90%, bbbb2222 10%" in format_status(target)
+    assert "route" not in format_status({"metadata": {}, "status": {}})
+
+
 def test_explain_shows_the_learnt_tail_beside_each_correction() -> None:
     calibration = {
         "samples": 31,

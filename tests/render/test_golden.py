@@ -24,7 +24,7 @@ CASES = golden_cases()
 
 
 def rendered_files(case: GoldenCase, tmp_path: Path) -> dict[str, str]:
-    write_objects(render_fleet(case.request()), str(tmp_path))
+    write_objects(render_fleet(case.request(), with_route=True), str(tmp_path))
     return {path.name: path.read_text(encoding="utf-8") for path in sorted(tmp_path.glob("*.yaml"))}
 
 

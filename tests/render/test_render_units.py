@@ -12,6 +12,7 @@ from frontier_operator.perf.types import Role, RoleDeployment, ServingConfig
 from frontier_operator.render import OwnerRef, RenderRequest, Variant, render_fleet, resolve_layout
 from frontier_operator.render.names import MAX_OBJECT_NAME, object_name, revision_hash, service_name
 from frontier_operator.render.pods import grace_seconds
+from frontier_operator.render.traffic import service_share
 from frontier_operator.render.yaml_dump import dump, dump_all
 from render_support import golden_cases, make_target, pool_document, target_document, worker
 
@@ -181,3 +182,44 @@ def test_grace_period_covers_the_longest_allowed_generation() -> None:
     # 2 s TTFT bound + 4k output tokens at the 30 ms TPOT bound + 15 s preStop = 140 s.
     target = make_target(target_document("Llama-3.1-70B-Instruct", pool_document("H200", rdma=False)))
     assert grace_seconds(target.spec) == 2 + 4000 * 0.03 + 15
+
+
+# --------------------------------------------------------------------------------------- canary share
+
+
+def _entry_pods(objects: list[dict[str, Any]]) -> int:
+    """Pods the target's Service selects: Deployments whose pods carry the entry-point label."""
+    selector = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "chat")["spec"][
+        "selector"
+    ]
+    return sum(
+        int(o["spec"]["replicas"])
+        for o in of_kind(objects, "Deployment")
+        if selector.items() <= o["spec"]["template"]["metadata"]["labels"].items()
+    )
+
+
+@pytest.mark.parametrize(
+    ("stable_replicas", "canary_replicas", "router_replicas", "pd"),
+    [(1, 1, 1, False), (3, 1, 1, False), (3, 1, 3, False), (3, 2, 3, False), (1, 2, 2, False), (2, 1, 2, True)],
+)
+def test_the_canary_share_the_loop_plans_with_is_the_one_the_rendered_service_gives(
+    stable_replicas: int, canary_replicas: int, router_replicas: int, pd: bool
+) -> None:
+    serving = {"router": {"replicas": router_replicas}}
+    stable = fleet(stable_replicas, serving=serving, rdma=pd, pd=pd)
+    canary = fleet(canary_replicas, serving=serving, rdma=pd, pd=pd)
+    mine, theirs = _entry_pods(canary), _entry_pods(stable)
+    assert mine >= 1 and theirs >= 1
+
+    def config(replicas: int) -> ServingConfig:
+        w = worker("H200", "bf16", "auto", 4)
+        roles = (
+            (RoleDeployment(Role.PREFILL, w, 1), RoleDeployment(Role.DECODE, w, replicas))
+            if pd
+            else (RoleDeployment(Role.UNIFIED, w, replicas),)
+        )
+        return ServingConfig("Llama-3.1-70B-Instruct", roles)
+
+    share = service_share(config(stable_replicas), config(canary_replicas), router_replicas)
+    assert share == pytest.approx(mine / (mine + theirs))

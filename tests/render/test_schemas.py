@@ -1,5 +1,5 @@
 """Every rendered object is valid: core objects against Kubernetes' own schemas, offline, with
-`kubernetes-validate` (strict: unknown fields fail), and the LeaderWorkerSet and PodMonitor against the
+`kubernetes-validate` (strict: unknown fields fail), and the LeaderWorkerSet, PodMonitor and HTTPRoute against the
 schemas in `schemas/`, written from their documented fields, with their pod templates checked as
 Kubernetes PodTemplates. Runs over the golden cases and a sample of the sweep covering every shape.
 """
@@ -24,6 +24,7 @@ SCHEMAS = Path(__file__).parent / "schemas"
 CUSTOM_SCHEMAS = {
     "LeaderWorkerSet": yaml.safe_load((SCHEMAS / "leaderworkerset-v1.yaml").read_text(encoding="utf-8")),
     "PodMonitor": yaml.safe_load((SCHEMAS / "podmonitor-v1.yaml").read_text(encoding="utf-8")),
+    "HTTPRoute": yaml.safe_load((SCHEMAS / "httproute-v1.yaml").read_text(encoding="utf-8")),
 }
 
 
@@ -31,7 +32,8 @@ def _objects() -> list[tuple[str, dict[str, Any]]]:
     objects = []
     for case in golden_cases():
         objects += [
-            (f"{case.name}/{obj['kind']}/{obj['metadata']['name']}", obj) for obj in render_fleet(case.request())
+            (f"{case.name}/{obj['kind']}/{obj['metadata']['name']}", obj)
+            for obj in render_fleet(case.request(), with_route=True)
         ]
     # A sample of the sweep (the contract test parses all of it); every kind and shape is still in it.
     for sweep in sweep_cases()[::20]:
@@ -62,6 +64,7 @@ def test_every_kind_is_covered() -> None:
         "Role",
         "RoleBinding",
         "Service",
+        "HTTPRoute",
         "Deployment",
         "LeaderWorkerSet",
         "PodDisruptionBudget",
@@ -88,6 +91,8 @@ def _first(kind: str) -> dict[str, Any]:
         ("LeaderWorkerSet", ("spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers"), "engine"),
         ("PodMonitor", ("spec", "podMetricsEndpoints"), [{"port": "http", "interval": "15 s"}]),
         ("PodMonitor", ("spec", "endpoints"), []),
+        ("HTTPRoute", ("spec", "rules"), [{"backendRefs": [{"name": "x", "weight": -1}]}]),
+        ("HTTPRoute", ("spec", "parentRefs"), [{"name": "g", "sectionName": "HTTPS"}]),
     ],
 )
 def test_validation_catches_mistakes(kind: str, path: tuple[str, ...], bad: Any) -> None:

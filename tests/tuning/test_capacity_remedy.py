@@ -136,9 +136,19 @@ def test_a_violation_no_replica_count_within_the_budget_clears_starts_a_remedy_c
     assert isinstance(action, StartCanary), decision
     assert action.motive is CanaryMotive.REMEDY
     assert not same_structure(action.config, PLAN)
-    # The canary takes what the stable fleet cannot carry, up to half of the traffic.
-    assert POLICY.canary_share < action.share <= 0.5
+    # The canary takes the target Service's share: its one entry pod of two.
+    assert action.share == 0.5
     assert "no in-place step within the 32-GPU budget" in decision.reason
+    # Behind a weighted route, what the stable fleet cannot carry: more than the default tenth, at most half.
+    weighted = decide(
+        observation(_saturated(rate=1.1)),
+        applied(),
+        replace(model, weighted_route=True),
+        POLICY,
+        NOW,
+    ).action
+    assert isinstance(weighted, StartCanary) and weighted.motive is CanaryMotive.REMEDY
+    assert 0.1 < weighted.share <= 0.5
 
 
 def test_a_violation_replicas_can_clear_within_the_budget_is_answered_in_place() -> None:

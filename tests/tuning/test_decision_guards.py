@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import pytest
+
 from frontier_operator.perf.types import Role
+from frontier_operator.render.traffic import service_share
 from frontier_operator.tuning.actions import Decision, Hold, NoAction, ScaleReplicas, SetBatchCap, StartCanary
 from frontier_operator.tuning.budget import ErrorBudget
 from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric
@@ -204,6 +207,43 @@ def test_no_canary_starts_when_its_share_would_not_complete_enough_requests_to_j
     quiet = observation(group(tpot_p50=0.025, ttft_p99=1.5, running=60))
     started = _decide(quiet, applied(runner_up(0)))
     assert isinstance(started.action, StartCanary)
-    # 5 % of 4 requests/s over 300 s is 60 requests, under the 100 a verdict needs.
-    held = _decide(quiet, applied(runner_up(0)), replace(POLICY, canary_share=0.05))
+    # Its half of 4 requests/s over 300 s is 600 requests, under the 700 this policy wants for a verdict.
+    held = _decide(quiet, applied(runner_up(0)), replace(POLICY, min_samples=700))
     assert not isinstance(held.action, StartCanary), held
+
+
+def test_no_canary_starts_when_the_service_would_give_it_more_traffic_than_the_spec_allows() -> None:
+    # One entry pod of two in the target's Service: half the traffic, over a quarter.
+    quiet = observation(group(tpot_p50=0.025, ttft_p99=1.5, running=60))
+    held = _decide(quiet, applied(runner_up(0)), replace(POLICY, canary_share=0.25))
+    assert not isinstance(held.action, StartCanary), held
+
+
+def test_behind_a_weighted_route_a_canary_gets_the_share_the_spec_asks_a_tenth_by_default() -> None:
+    quiet = observation(group(tpot_p50=0.025, ttft_p99=1.5, running=60))
+    model = context(calibration=budget_spent(), weighted_route=True)
+    action = decide(quiet, applied(runner_up(0)), model, POLICY, NOW).action
+    assert isinstance(action, StartCanary)
+    # A tenth of the plan's five replicas, rounded up: one.
+    assert action.share == 0.1 and action.canary.roles[0].replicas == 1
+    asked = decide(quiet, applied(runner_up(0)), model, replace(POLICY, canary_share=0.25), NOW).action
+    assert isinstance(asked, StartCanary) and asked.share == 0.25
+
+
+@pytest.mark.parametrize(
+    ("router_replicas", "share", "canary_replicas"),
+    # The stable fleet's three replicas run the router. One router pod each: half the traffic, for three of the
+    # plan's five replicas. Beside five stable router pods, one canary replica (no router) takes a sixth.
+    [(1, 1 / 2, 3), (2, 1 / 2, 3), (5, 1 / 6, 1)],
+)
+def test_a_canary_is_sized_for_the_share_its_entry_pods_will_take(
+    router_replicas: int, share: float, canary_replicas: int
+) -> None:
+    quiet = observation(group(tpot_p50=0.025, ttft_p99=1.5, running=60))
+    model = context(calibration=budget_spent(), router_replicas=router_replicas)
+    stable = applied(runner_up(0))
+    action = decide(quiet, stable, model, POLICY, NOW).action
+    assert isinstance(action, StartCanary)
+    assert action.share == pytest.approx(share)
+    assert action.share == service_share(stable.config, action.canary, router_replicas)
+    assert action.canary.roles[0].replicas == canary_replicas

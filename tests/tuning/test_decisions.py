@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -285,7 +286,9 @@ def test_a_cheaper_structure_in_the_plan_starts_a_canary() -> None:
     assert isinstance(action, StartCanary)
     assert action.motive is CanaryMotive.CHEAPER and not action.exploration
     assert action.config == base_plan().chosen.config
-    assert action.canary.total_gpus == 2 and action.share == POLICY.canary_share
+    # Sized for the target Service's share, its one entry pod of two: half of the plan's replicas, rounded up.
+    assert action.share == 0.5 and action.canary == canary_fleet(action.config, 0.5)
+    assert action.canary.roles[0].replicas == math.ceil(action.config.roles[0].replicas / 2)
     assert action.predicted_cost_per_mtok is not None and action.stable_cost_per_mtok is not None
     assert action.predicted_cost_per_mtok < action.stable_cost_per_mtok * (1 - POLICY.promote_margin)
 
@@ -348,6 +351,11 @@ def test_a_rolled_back_image_is_not_canaried_again_for_a_day() -> None:
     assert isinstance(other.action, StartCanary) and other.action.image == "lmsysorg/sglang:v0.5.25-cu130"
 
 
+# The verdict judges what the canary served, whatever its share: a tenth here (one entry pod of ten, behind a
+# stable router of nine pods), the lightest load a full fleet is projected from.
+VERDICT_SHARE = 0.1
+
+
 def _canary(
     target: ServingConfig, *, ready_for_s: float | None, crash: bool = False, started_ago_s: float | None = None
 ) -> CanaryState:
@@ -355,9 +363,9 @@ def _canary(
     return CanaryState(
         revision="rev-canary",
         config=target,
-        deployed=canary_fleet(target, POLICY.canary_share),
+        deployed=canary_fleet(target, VERDICT_SHARE),
         pool="h200",
-        share=POLICY.canary_share,
+        share=VERDICT_SHARE,
         motive=CanaryMotive.CHEAPER,
         started_at=started,
         ready_at=None if ready_for_s is None else NOW - ready_for_s,
@@ -374,9 +382,9 @@ def _pair(
 ) -> Observation:
     """Stable and canary serving their shares of the spec's traffic, as the model predicts them."""
     truth = Truth(noise=0.0)
-    deployed = canary_fleet(target, POLICY.canary_share)
-    stable_load = replace(WORKLOAD, request_rate_per_s=WORKLOAD.request_rate_per_s * (1 - POLICY.canary_share))
-    canary_load = replace(WORKLOAD, request_rate_per_s=WORKLOAD.request_rate_per_s * POLICY.canary_share)
+    deployed = canary_fleet(target, VERDICT_SHARE)
+    stable_load = replace(WORKLOAD, request_rate_per_s=WORKLOAD.request_rate_per_s * (1 - VERDICT_SHARE))
+    canary_load = replace(WORKLOAD, request_rate_per_s=WORKLOAD.request_rate_per_s * VERDICT_SHARE)
     stable_prediction = truth.predict(stable, stable_load)
     canary_prediction = truth.predict(deployed, canary_load)
     return observation(
@@ -398,6 +406,18 @@ def _pair(
 
 
 CHEAP, DEAR = base_plan().chosen.config, runner_up(0)
+
+
+@pytest.mark.parametrize(
+    ("weighted", "hint"), [(True, "is the HTTPRoute accepted"), (False, "spreads connections, not requests")]
+)
+def test_a_canary_that_receives_far_more_than_its_planned_share_is_rolled_back(weighted: bool, hint: str) -> None:
+    # Planned a tenth, it serves half of the requests: sized for a tenth, and in front of half the users.
+    state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=POLICY.canary_min_duration_s + 60))
+    split = observation(group(rate=2.0), group(variant=Variant.CANARY, rate=2.0, samples=600))
+    decision = _decide(split, state, context(weighted_route=weighted))
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.TRAFFIC_SPLIT)
+    assert "receives 50% of the requests where 10% was planned" in decision.reason and hint in decision.reason
 
 
 def test_a_cheaper_canary_that_meets_every_slo_is_promoted_after_the_minimum_duration() -> None:

@@ -51,6 +51,7 @@ OWNED_KINDS: dict[str, Resource] = {
     "Role": Resource("rbac.authorization.k8s.io", "v1", "roles"),
     "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings"),
     "Service": Resource("", "v1", "services"),
+    "HTTPRoute": Resource("gateway.networking.k8s.io", "v1", "httproutes", optional_crd=True),
     "Deployment": Resource("apps", "v1", "deployments"),
     "LeaderWorkerSet": Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", optional_crd=True),
     "PodDisruptionBudget": Resource("policy", "v1", "poddisruptionbudgets"),

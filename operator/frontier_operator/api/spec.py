@@ -426,8 +426,13 @@ class TuningMode(StrEnum):
 
 
 class CanarySpec(ApiModel):
-    traffic_share: Fraction = Fraction(0.1, "10%")
-    """Share of traffic a canary revision receives. Default: 10%."""
+    traffic_share: Fraction | None = None
+    """With http-route splitting (spec.serving.traffic), the share of user traffic a canary revision receives.
+    With service splitting, the most it may receive: the target's Service spreads connections evenly over the
+    entry pods of both revisions (router pods, else the one engine leader), so a canary receives its entry pods'
+    share, half when each revision has one router pod or one replica, and a lower value holds back cheaper,
+    exploration and image canaries (not a remedy canary for a violated SLO). Default: 10% with http-route; no
+    limit with service."""
     min_duration: Duration = Duration(900.0, "15m")
     """Shortest comparison before a canary is promoted or rolled back. Default: 15m."""
     promote_margin: Fraction = Fraction(0.03, "3%")
@@ -466,7 +471,7 @@ class TuningSpec(ApiModel):
     max_changes_per_hour: Annotated[int, Field(ge=0, le=60)] = 4
     """Upper bound on applied changes per rolling hour. Default: 4."""
     canary: CanarySpec = CanarySpec()
-    """Canary settings for structural changes (parallelism, format, speculation, P/D). Default: 10% for 15m."""
+    """Canary settings for structural changes (parallelism, format, speculation, P/D). Default: 15m."""
     exploration: bool = True
     """Now and then canary an uncertain but promising neighbour configuration. Default: true."""
     prometheus_url: Annotated[str, Field(min_length=1, max_length=512, pattern=r"^https?://")] = (
@@ -559,6 +564,48 @@ class RouterSpec(ApiModel):
     """CPU and memory of each router pod. Default: 2 CPU and 4Gi."""
 
 
+class TrafficSplitting(StrEnum):
+    SERVICE = "service"
+    HTTP_ROUTE = "http-route"
+
+
+# Gateway API's patterns for a parent reference's group and section name (gateway-api.sigs.k8s.io/reference/spec).
+_SECTION_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_ROUTE_GROUP = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+
+class RouteParent(ApiModel):
+    """A Gateway API parent reference: the Gateway (or, for a mesh, the Service) an HTTPRoute attaches to."""
+
+    group: Annotated[str, Field(max_length=253, pattern=_ROUTE_GROUP)] = "gateway.networking.k8s.io"
+    """API group of the parent: gateway.networking.k8s.io for a Gateway, empty for a Service. Default: the former."""
+    kind: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$")] = (
+        "Gateway"
+    )
+    """Kind of the parent: Gateway, or Service for a mesh (GAMMA). Default: Gateway."""
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    """Name of the parent."""
+    namespace: Annotated[str | None, Field(max_length=63, pattern=DNS_LABEL)] = None
+    """Namespace of the parent. Default: the target's."""
+    section_name: Annotated[str | None, Field(min_length=1, max_length=253, pattern=_SECTION_NAME)] = None
+    """A listener of a Gateway (or a port name of a Service). Default: all of them."""
+
+
+class TrafficSpec(ApiModel):
+    """How user traffic is divided between the stable revision and a canary."""
+
+    splitting: TrafficSplitting = TrafficSplitting.SERVICE
+    """service: through the target's Service, which spreads connections evenly over the entry pods (router pods,
+    else the engine leader) of both revisions — a canary usually takes half. http-route: a Gateway API
+    HTTPRoute with weighted per-revision Services gives a canary exactly its share (spec.tuning.canary); needs
+    the Gateway API CRDs and a Gateway or mesh that implements them, and clients that call through it. The
+    loop checks the split it observes and rolls back a canary that receives far more than planned.
+    Default: service."""
+    parent_refs: Annotated[list[RouteParent], Field(max_length=16)] = []
+    """http-route: where the HTTPRoute attaches. Default: the target's own Service, for a mesh (GAMMA) that
+    applies the weights to traffic addressed to it."""
+
+
 class ServingSpec(ApiModel):
     """How the engine pods are built."""
 
@@ -583,6 +630,8 @@ class ServingSpec(ApiModel):
     chosen by the plan takes precedence. Default: mooncake."""
     router: RouterSpec = RouterSpec()
     """The router in front of P/D workers or several aggregated replicas. Default: one router pod, the engine image."""
+    traffic: TrafficSpec = TrafficSpec()
+    """How a canary's share of user traffic is realised. Default: through the target's Service."""
 
 
 # ----------------------------------------------------------------------------------------------- root

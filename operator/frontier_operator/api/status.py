@@ -289,6 +289,15 @@ class CanaryStatus(ApiModel):
     """When it started (RFC 3339)."""
 
 
+class RouteBackend(ApiModel):
+    """One revision behind the target's HTTPRoute (spec.serving.traffic.splitting: http-route)."""
+
+    revision: str
+    """The revision whose entry Service receives this share."""
+    weight_per_mille: Annotated[int, Field(ge=0, le=1000)]
+    """Its weight: the share of the route's traffic, per mille."""
+
+
 class TuningStatus(ApiModel):
     """What the closed loop runs and what it decided last."""
 
@@ -339,6 +348,9 @@ class FrontierTargetStatus(ApiModel):
     """Revision serving stable traffic."""
     canary: CanaryStatus | None = None
     """Revision under canary, if any."""
+    route: Annotated[list[RouteBackend], Field(max_length=2)] = []
+    """With http-route splitting, where the target's HTTPRoute sends user traffic: the serving revision, and a
+    ready canary at its share."""
     recommendation: Recommendation | None = None
     """Pending proposal (recommend mode)."""
     tuning: TuningStatus = TuningStatus()

@@ -23,6 +23,7 @@ from frontier_operator.api.status import (
     HistoryEntry,
     ObservedStatus,
     PlanStatus,
+    RouteBackend,
 )
 from frontier_operator.planner.types import Infeasible, Plan
 from frontier_operator.reconcile.conditions import ORDER, ConditionUpdate, apply_conditions, find_condition
@@ -36,6 +37,7 @@ from frontier_operator.reconcile.plan_status import (
 )
 from frontier_operator.reconcile.summary import build_summary
 from frontier_operator.reconcile.tuning_tick import TuningReport
+from frontier_operator.render.route import WEIGHT_SCALE, RouteTemplate, http_route
 
 WORKLOAD_KINDS = ("Deployment", "LeaderWorkerSet")
 TRUE, FALSE, UNKNOWN = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
@@ -67,6 +69,8 @@ class Planned:
     canary: CanaryRollout | None = None
     # The configuration the stable objects run when tuning changed it from the plan's (None: the plan's).
     tuned: ConfigStatus | None = None
+    # With http-route splitting, the target's HTTPRoute without its weights (None: the Service splits traffic).
+    route: RouteTemplate | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,9 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
         keep.add(canary.revision)
         if changed or not _in_place(_wanted_workloads(canary.objects), observed, canary.revision):
             apply = (*apply, *canary.objects)
+    route = _route_backends(outcome, observed, revision if ready else current.applied_revision or revision)
+    if outcome.route is not None and (changed or route != current.route):
+        apply = (*apply, http_route(outcome.route, [(b.revision, b.weight_per_mille) for b in route]))
     old = {w.revision for w in observed if w.revision not in keep}
     if current.applied_revision and current.applied_revision not in keep:
         old.add(current.applied_revision)
@@ -255,11 +262,33 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
         outcome=outcome.plan,
         observed=report.observed if report is not None else None,
     )
-    return _with_tuning(result, outcome, report, new_plan)
+    return _with_tuning(result, outcome, report, new_plan, route)
+
+
+def _route_backends(outcome: Planned, observed: Sequence[ObservedWorkload], serving: str) -> list[RouteBackend]:
+    """Where the HTTPRoute sends traffic: the revision that serves (the new stable one once it is ready, until
+    then the one it replaces) and a canary at its share once every one of its workloads is ready — a backend
+    without ready pods would fail its share of the requests."""
+    if outcome.route is None:
+        return []
+    canary = outcome.canary
+    if canary is not None:
+        mine = [w for w in observed if w.revision == canary.revision]
+        if _readiness(_wanted_workloads(canary.objects), mine)[1]:
+            share = round(canary.status.traffic_share_percent / 100 * WEIGHT_SCALE)
+            return [
+                RouteBackend(revision=serving, weight_per_mille=WEIGHT_SCALE - share),
+                RouteBackend(revision=canary.revision, weight_per_mille=share),
+            ]
+    return [RouteBackend(revision=serving, weight_per_mille=WEIGHT_SCALE)]
 
 
 def _with_tuning(
-    result: ReconcileResult, outcome: Planned, report: TuningReport | None, plan: PlanStatus
+    result: ReconcileResult,
+    outcome: Planned,
+    report: TuningReport | None,
+    plan: PlanStatus,
+    route: list[RouteBackend],
 ) -> ReconcileResult:
     """Fold the tuning loop's side of the status in: the configuration it runs, the canary, what it saw."""
     status = result.status
@@ -267,6 +296,7 @@ def _with_tuning(
     tuning = status.tuning.model_copy(update={"applied": applied})
     changes: dict[str, Any] = {
         "canary": outcome.canary.status if outcome.canary is not None else None,
+        "route": route,
         "summary": status.summary.model_copy(update={"config": applied.summary, "gpus": applied.total_gpus}),
     }
     if report is not None:

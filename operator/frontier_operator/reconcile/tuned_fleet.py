@@ -23,6 +23,7 @@ from frontier_operator.reconcile.tuning_tick import FleetState, Overrides, Tunin
 from frontier_operator.render.fleet import render_layout
 from frontier_operator.render.layout import FleetLayout, resolve_layout
 from frontier_operator.render.request import RenderRequest, Variant, owner_of
+from frontier_operator.render.route import RouteTemplate, route_template
 from frontier_operator.render.yaml_dump import dump_all
 from frontier_operator.tuning.actions import Action
 from frontier_operator.tuning.apply import applied_after
@@ -36,6 +37,8 @@ MAX_DIFF = 16000
 class RenderedRevision:
     layout: FleetLayout
     objects: tuple[dict[str, Any], ...]
+    # The target's HTTPRoute, with http-route splitting (`render.route`).
+    route: RouteTemplate | None = None
 
     @property
     def revision(self) -> str:
@@ -67,7 +70,8 @@ def _with_image(target: FrontierTarget, image: str) -> FrontierTarget:
 def _render(target: FrontierTarget, config: ServingConfig, pool: str, image: str, variant: Variant) -> RenderedRevision:
     request = RenderRequest(_with_image(target, image), config, pool, owner_of(target), variant)
     layout = resolve_layout(request)
-    return RenderedRevision(layout, tuple(render_layout(layout, request.owner.to_dict() if request.owner else None)))
+    owner = request.owner.to_dict() if request.owner else None
+    return RenderedRevision(layout, tuple(render_layout(layout, owner)), route_template(layout, owner))
 
 
 def render_record(target: FrontierTarget, record: TuningRecord) -> RenderedRecord:

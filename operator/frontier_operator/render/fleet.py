@@ -11,7 +11,9 @@ from typing import Any
 from frontier_operator.render.layout import FleetLayout, resolve_layout
 from frontier_operator.render.monitoring import pod_monitors
 from frontier_operator.render.pdb import engine_budget, router_budget
+from frontier_operator.render.pods import serves_users
 from frontier_operator.render.request import RenderRequest
+from frontier_operator.render.route import WEIGHT_SCALE, http_route, revision_service, route_template, weighted
 from frontier_operator.render.router import router_objects
 from frontier_operator.render.workloads import engine_workload, target_service
 
@@ -20,6 +22,7 @@ KIND_ORDER = (
     "Role",
     "RoleBinding",
     "Service",
+    "HTTPRoute",
     "Deployment",
     "LeaderWorkerSet",
     "PodDisruptionBudget",
@@ -29,6 +32,8 @@ KIND_ORDER = (
 
 def render_layout(layout: FleetLayout, owner: dict[str, Any] | None) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [target_service(layout, owner)]
+    if weighted(layout) and serves_users(layout):
+        objects.append(revision_service(layout, owner))
     objects += [engine_workload(layout, role, owner) for role in layout.roles]
     objects += [engine_budget(layout, role, owner) for role in layout.roles]
     if layout.has_router:
@@ -39,7 +44,16 @@ def render_layout(layout: FleetLayout, owner: dict[str, Any] | None) -> list[dic
     return sorted(objects, key=lambda obj: KIND_ORDER.index(obj["kind"]))
 
 
-def render_fleet(request: RenderRequest) -> list[dict[str, Any]]:
-    """Every object of the request's revision; raises `RenderError` when the plan cannot be rendered."""
+def render_fleet(request: RenderRequest, *, with_route: bool = False) -> list[dict[str, Any]]:
+    """Every object of the request's revision; raises `RenderError` when the plan cannot be rendered.
+
+    `with_route`: with http-route splitting, also the target's HTTPRoute sending this revision all the traffic —
+    what a target without a canary runs (`frontier render` for a GitOps pipeline; the operator sets the weights).
+    """
     owner = request.owner.to_dict() if request.owner is not None else None
-    return render_layout(resolve_layout(request), owner)
+    layout = resolve_layout(request)
+    objects = render_layout(layout, owner)
+    template = route_template(layout, owner) if with_route else None
+    if template is not None:
+        objects.append(http_route(template, [(layout.revision, WEIGHT_SCALE)]))
+    return sorted(objects, key=lambda obj: KIND_ORDER.index(obj["kind"]))

@@ -37,6 +37,7 @@ from frontier_operator.render.engine_args import (
 from frontier_operator.render.errors import RenderError, RenderErrorReason
 from frontier_operator.render.names import label_value, object_name, revision_hash
 from frontier_operator.render.request import RenderRequest, Variant
+from frontier_operator.render.traffic import routed
 
 # A quantized checkpoint is needed unless SGLang can quantize BF16 weights on load (§4.1).
 _ONLINE_SOURCE_FORMAT = "bf16"
@@ -132,7 +133,7 @@ def resolve_layout(request: RenderRequest) -> FleetLayout:
         {role.value: engine.to_argv() for role, engine in engines.items()},
         sweep=request.variant is Variant.SWEEP,
     )
-    has_router = disaggregated or deployments[0].replicas > 1
+    has_router = routed(config)
     stable_addresses = has_router and spec.serving.router.worker_discovery is WorkerDiscovery.STABLE_ADDRESSES
 
     roles = []

@@ -92,7 +92,8 @@ def target_service(layout: FleetLayout, owner: dict[str, Any] | None) -> dict[st
     It selects entry-point pods of any revision (the router, else the engine leaders), so a canary's
     entry pods join it without the Service changing. Sweep revisions carry no entry-point label and never
     receive user traffic (`pods.serves_users`). kube-proxy spreads connections evenly over the selected
-    endpoints, so a canary's share of user traffic is its entry pods over all entry pods of stable and canary.
+    endpoints, so a canary's share of user traffic is its entry pods over all entry pods of stable and canary
+    (`traffic.service_share`).
     """
     labels = {"app.kubernetes.io/name": "frontier-target", **common_labels(layout)}
     return {

@@ -56,6 +56,8 @@ class RollbackCause(StrEnum):
     NO_DATA = "NoData"
     SLO_BREACH = "SloBreach"
     NOT_CHEAPER = "NotCheaper"
+    # It receives far more of the traffic than it was sized for (a route no Gateway or mesh applies).
+    TRAFFIC_SPLIT = "TrafficSplit"
     # `frontier rollback` (the frontier.dev/rollback annotation).
     MANUAL = "Manual"
 

@@ -2,12 +2,18 @@
 
 **Start.** A configuration that differs in more than replicas and batch cap (layout, formats, speculation,
 P/D, pool, engine image) never replaces the stable fleet directly. It is deployed as a second revision
-with its replicas scaled to the traffic share (at least one per role), within the GPU budget.
+with its replicas scaled to the traffic share it will receive (at least one per role), within the GPU budget.
+Through the target's Service (the default) that share is the Service's (`render.traffic.service_share`): the
+canary's entry pods over all entry pods, half with one router or one replica per revision; a canary whose share
+would exceed `spec.tuning.canary.trafficShare`, when set, is not started, save a remedy canary. Behind a weighted
+HTTPRoute (`render.route`) the share is `trafficShare` itself (a tenth if unset), a remedy canary's what the stable
+fleet cannot carry.
 
 **Verdict**, on one window holding both revisions:
 
 * crash-looping, not ready by the startup deadline, or still without enough requests after the data
   deadline → roll back;
+* serving far more of the requests than the share it was sized for (`_unplanned_split`) → roll back at once;
 * an SLO the canary breaks while stable keeps it → roll back at once, before the minimum duration;
 * after the minimum duration: the canary must meet every SLO itself, and its full fleet — projected with
   a correction learnt from the canary's own window, at the whole fleet's traffic — must meet every SLO and
@@ -24,11 +30,10 @@ rolled back in the last day.
 **Remedy.** When the SLO is violated and no replica, batch-cap or P:D step within the GPU budget is projected
 to clear it (`decisions._remedy`), the cheapest fleet of the plan in force — re-planned with the corrected
 model, measured capacities included — that is predicted to meet every SLO and carry the offered traffic is
-canaried, with the traffic share the stable fleet cannot carry (at most half). Its verdict is on the SLO, not on
-cost: while the stable fleet still violates the SLO, a canary that meets it itself and whose full fleet is
-projected to do better than the stable one (more SLO bounds kept, or as many and more capacity) is promoted
-whatever it costs; one that does no better is rolled back as any other. Once the stable fleet meets the SLO
-again, a remedy canary is judged as a cheaper one.
+canaried. Its verdict is on the SLO, not on cost: while the stable fleet still violates the SLO, a canary that
+meets it itself and whose full fleet is projected to do better than the stable one (more SLO bounds kept, or as
+many and more capacity) is promoted whatever it costs; one that does no better is rolled back as any other.
+Once the stable fleet meets the SLO again, a remedy canary is judged as a cheaper one.
 
 A canary is started only when its traffic share yields enough requests per window to be judged, and a
 candidate is priced at the rate it will be judged on (`_judged_workload`). While a stable role is saturated,
@@ -44,6 +49,7 @@ from frontier_operator.perf.types import Prediction, Role, ServingConfig, Worklo
 from frontier_operator.planner.choose import slo_margin
 from frontier_operator.planner.describe import describe_config
 from frontier_operator.planner.types import Evaluated, GpuPool, Plan, SloBound, SloMetric
+from frontier_operator.render.traffic import service_share
 from frontier_operator.tuning.actions import (
     CanaryMotive,
     Decision,
@@ -70,8 +76,12 @@ from frontier_operator.tuning.workload import averaging_lag_s, demand, fleet_wor
 
 # ---------------------------------------------------------------------------------------------- start
 
-# The largest traffic share a remedy canary takes (see `_remedy_share`).
+# The largest traffic share a remedy canary takes behind a weighted route (see `_remedy_share`).
 REMEDY_MAX_SHARE = 0.5
+# A canary whose observed share exceeds its planned one × this, plus this slack, is not split as planned: a
+# window's Poisson noise at 100 requests is a tenth of the share, and a saturated stable fleet completes less.
+SPLIT_TOLERANCE = 1.5
+SPLIT_SLACK = 0.05
 
 
 def canary_fleet(config: ServingConfig, share: float) -> ServingConfig:
@@ -87,14 +97,31 @@ def _room_for(s: Situation, canary: ServingConfig, pool: GpuPool) -> bool:
     return used + canary.total_gpus <= pool.max_gpus
 
 
-def _canary_gets_data(s: Situation) -> bool:
+def deployed_at_share(s: Situation, config: ServingConfig, motive: CanaryMotive) -> tuple[ServingConfig, float]:
+    """The canary of `config` sized for the share of traffic it will receive, and that share.
+
+    Behind a weighted route, the policy's share (a remedy canary's: `_remedy_share`). Through the target's
+    Service, the Service's: one replica per role is one entry pod unless it is P/D; sized for its share, a canary
+    of several replicas runs the router, whose pods are then its entry pods (more than one router pod: a larger
+    share).
+    """
+    if s.model.weighted_route:
+        share = _remedy_share(s, _fleet_workload(s)) if motive is CanaryMotive.REMEDY else s.policy.routed_share
+        return canary_fleet(config, share), share
+    router_replicas = s.model.router_replicas
+    share = service_share(s.config, canary_fleet(config, 0.0), router_replicas)
+    share = service_share(s.config, canary_fleet(config, share), router_replicas)
+    return canary_fleet(config, share), share
+
+
+def _canary_gets_data(s: Situation, share: float) -> bool:
     """At today's rate the canary's share completes enough requests per window to be judged.
 
     A canary judged on fewer than `min_samples` requests is rolled back for lack of data after the data
     deadline, having held its GPUs and two changes of the hourly budget for nothing (seen at the trough of
     diurnal traffic: 60–80 requests per window at a 10 % share of 2–3 requests/s).
     """
-    expected = s.policy.canary_share * s.workload.request_rate_per_s * s.policy.window_s
+    expected = share * s.workload.request_rate_per_s * s.policy.window_s
     return expected >= s.policy.min_samples
 
 
@@ -142,11 +169,13 @@ def _start(
     stable_cost: float | None,
     cost: float | None,
     why: str,
-    share: float | None = None,
 ) -> Proposal | None:
-    share = s.policy.canary_share if share is None else share
-    canary = canary_fleet(config, share)
-    if not _room_for(s, canary, pool) or not _canary_gets_data(s):
+    canary, share = deployed_at_share(s, config, motive)
+    # A remedy canary relieves a fleet that violates the SLO: the share asked for does not hold it back.
+    limit = s.policy.canary_share
+    if motive is not CanaryMotive.REMEDY and limit is not None and share > limit:
+        return None
+    if not _room_for(s, canary, pool) or not _canary_gets_data(s, share):
         return None
     image = s.model.image if motive is CanaryMotive.IMAGE else None
     return Proposal(
@@ -243,25 +272,26 @@ def cheaper_canary(s: Situation) -> Proposal | None:
 
 
 def _remedy_share(s: Situation, workload: Workload) -> float:
-    """The traffic share of a remedy canary: what the stable fleet cannot carry, within [the policy's, half].
+    """A remedy canary's share behind a weighted route: what the stable fleet cannot carry, within [the policy's,
+    half].
 
     Every request the stable fleet cannot serve while the canary is judged joins a queue its pods keep after
     a promotion (Kimi-K2.5's attention-DP prefill served 9 of 40 requests/s: a 10 % canary left 27 requests/s
     to queue for its 20 min). Sending the canary the excess stops the queue growing; more than half of the
     traffic would make the candidate, not yet judged, the main fleet.
     """
+    least = s.policy.routed_share
     stable = s.forecaster.predict(s.config, s.pool, workload)
     if stable is None or not workload.request_rate_per_s > 0:
-        return s.policy.canary_share
+        return least
     excess = 1.0 - stable.max_request_rate_per_s / (workload.request_rate_per_s * (1.0 + s.policy.capacity_headroom))
-    return min(max(s.policy.canary_share, excess), max(s.policy.canary_share, REMEDY_MAX_SHARE))
+    return min(max(least, excess), max(least, REMEDY_MAX_SHARE))
 
 
 def remedy_canary(s: Situation) -> Proposal | None:
     """The cheapest fleet of the plan in force predicted to meet every SLO and carry the offered traffic, for a
     stable fleet that violates the SLO beyond what in-place steps within the GPU budget can mend."""
     workload = _fleet_workload(s)
-    share = _remedy_share(s, workload)
     priced = []
     for candidate in _neighbours(s):
         # The pool as the spec defines it now: its budget may have changed since the plan was made.
@@ -288,7 +318,6 @@ def remedy_canary(s: Situation) -> Proposal | None:
             stable_cost=stable_cost,
             cost=cost,
             why=why,
-            share=share,
         )
         if proposal is not None:
             return proposal
@@ -453,6 +482,9 @@ def judge_canary(s: Situation, canary: CanaryState) -> Decision:
                 s, canary, RollbackCause.NO_DATA, f"only {samples} requests after {running_for / 60:.0f} min ready"
             )
         return _hold(s, Hold.CANARY_COMPARING, f"canary {canary.revision} has {samples} requests in the window")
+    unplanned = _unplanned_split(s, canary)
+    if unplanned is not None:
+        return _rollback(s, canary, RollbackCause.TRAFFIC_SPLIT, unplanned)
     breached = [x for x, stable in zip(canary_standing, s.standing, strict=True) if x.violated and not stable.violated]
     if breached:
         return _rollback(
@@ -466,6 +498,27 @@ def judge_canary(s: Situation, canary: CanaryState) -> Decision:
             f"{policy.canary_min_duration_s / 60:.0f} min: {describe_standings(canary_standing)}",
         )
     return _verdict(s, canary, canary_standing)
+
+
+def _unplanned_split(s: Situation, canary: CanaryState) -> str | None:
+    """Why the canary receives far more of the traffic than it was sized for (observed completions), or None.
+
+    The loop sizes a canary for the share the split is meant to give it; a weighted HTTPRoute that no Gateway or
+    mesh applies leaves the split to the target's Service, which gives one entry pod of two half the traffic. A
+    canary sized for a tenth then serves half: overloaded, and in front of far more users than the spec allows.
+    """
+    mine, theirs = serving_group(s.observation, Variant.CANARY), serving_group(s.observation, Variant.STABLE)
+    if mine is None or theirs is None or not mine.request_rate_per_s or theirs.request_rate_per_s is None:
+        return None
+    observed = mine.request_rate_per_s / (mine.request_rate_per_s + theirs.request_rate_per_s)
+    if observed <= canary.share * SPLIT_TOLERANCE + SPLIT_SLACK:
+        return None
+    hint = (
+        "is the HTTPRoute accepted by a Gateway or mesh, and do clients call through it?"
+        if s.model.weighted_route
+        else "the target's Service spreads connections, not requests, over the entry pods"
+    )
+    return f"it receives {observed:.0%} of the requests where {canary.share:.0%} was planned: {hint}"
 
 
 def _remedy_verdict(

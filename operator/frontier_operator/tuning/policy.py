@@ -44,6 +44,9 @@ CANARY_DATA_DEADLINE_FACTOR = 2.0
 EXPLORATION_INTERVAL_S = 6 * HOUR_S
 EXPLORATION_OPTIMISM = 1.0
 RETRY_REJECTED_AFTER_S = 24 * HOUR_S
+# A canary's share behind a weighted HTTPRoute when spec.tuning.canary.trafficShare is not set: enough requests
+# to judge at a few requests/s (a tenth of 4/s is 120 per 5-min window), few users exposed.
+ROUTED_CANARY_SHARE = 0.10
 # The observed workload triggers a re-plan when it departs from the planned one by this much
 # (rate and mean lengths, relative; prefix-cache hit rate, absolute).
 WORKLOAD_SHIFT = 0.25
@@ -57,7 +60,8 @@ class TuningPolicy:
     window_s: float = 300.0
     cooldown_s: float = 600.0
     max_changes_per_hour: int = 4
-    canary_share: float = 0.10
+    # The share spec.tuning.canary.trafficShare asks for (None: not set; see `routed_share`).
+    canary_share: float | None = None
     canary_min_duration_s: float = 900.0
     promote_margin: float = 0.03
     exploration: bool = True
@@ -85,6 +89,11 @@ class TuningPolicy:
         return CANARY_DATA_DEADLINE_FACTOR * self.canary_min_duration_s
 
     @property
+    def routed_share(self) -> float:
+        """A canary's share behind a weighted route: the spec's, else a tenth."""
+        return self.canary_share if self.canary_share is not None else ROUTED_CANARY_SHARE
+
+    @property
     def step_aim(self) -> float:
         """How far under every limit a step that adds capacity aims (relative): half the hysteresis band, while a
         removal must land the full band under, so a step and its reverse are never both attractive."""
@@ -99,7 +108,7 @@ def policy_from_spec(spec: TuningSpec, *, paused_annotation: bool = False) -> Tu
         window_s=float(spec.window),
         cooldown_s=float(spec.cooldown),
         max_changes_per_hour=spec.max_changes_per_hour,
-        canary_share=float(spec.canary.traffic_share),
+        canary_share=float(spec.canary.traffic_share) if spec.canary.traffic_share is not None else None,
         canary_min_duration_s=float(spec.canary.min_duration),
         promote_margin=float(spec.canary.promote_margin),
         exploration=spec.exploration,

@@ -106,6 +106,12 @@ class ModelContext:
     plan_workload: Workload | None = None
     # The engine image the spec asks for; a different one than the applied image is rolled out by canary.
     image: str | None = None
+    # Router pods of a revision that runs the router (spec.serving.router.replicas): with the engine leader of one
+    # that does not, they are the target Service's endpoints, which set a canary's share (`render.traffic`).
+    router_replicas: int = 1
+    # A weighted HTTPRoute splits traffic (spec.serving.traffic.splitting: http-route): a canary gets the share
+    # the policy asks for, not the Service's.
+    weighted_route: bool = False
 
     def pool(self, name: str) -> GpuPool | None:
         return next((p for p in self.request.pools if p.name == name), None)
