@@ -216,7 +216,8 @@ def describe_action(action: Action) -> str:
     if isinstance(action, SetPdRatio):
         return f"set P:D {action.prefill_from}:{action.decode_from} → {action.prefill_to}:{action.decode_to} replicas"
     if isinstance(action, StartCanary):
-        return f"start a {action.motive.value} canary at {action.share:.0%} of traffic"
+        article = "an" if action.motive.value[0] in "aeiou" else "a"
+        return f"start {article} {action.motive.value} canary at {action.share:.0%} of traffic"
     if isinstance(action, PromoteCanary):
         return f"promote canary {action.revision}"
     if isinstance(action, RollbackCanary):
