@@ -25,7 +25,7 @@ from frontier_operator.adapters import kube, prometheus
 from frontier_operator.adapters.prometheus import FleetSelector
 from frontier_operator.api import SpecInvalid, parse_target
 from frontier_operator.api.errors import FieldError
-from frontier_operator.api.spec import FrontierTargetSpec, TrafficSplitting
+from frontier_operator.api.spec import FrontierTargetSpec
 from frontier_operator.api.status import FrontierTargetStatus
 from frontier_operator.api.units import rfc3339
 from frontier_operator.api.v1alpha1 import FrontierTarget
@@ -393,7 +393,7 @@ class Controller:
                 plan_workload=record.plan_basis.workload if record.plan_basis else planning.request.workload,
                 image=spec.serving.image,
                 router_replicas=spec.serving.router.replicas,
-                weighted_route=spec.serving.traffic.splitting is TrafficSplitting.HTTP_ROUTE,
+                weighted_route=spec.serving.traffic.weighted,
             )
             inputs = self._tick_input(
                 target=target,

@@ -605,6 +605,11 @@ class TrafficSpec(ApiModel):
     """http-route: where the HTTPRoute attaches. Default: the target's own Service, for a mesh (GAMMA) that
     applies the weights to traffic addressed to it."""
 
+    @property
+    def weighted(self) -> bool:
+        """A weighted HTTPRoute gives a canary its share, not the Service's spread over entry pods."""
+        return self.splitting is TrafficSplitting.HTTP_ROUTE
+
 
 class ServingSpec(ApiModel):
     """How the engine pods are built."""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frontier_operator.api.spec import RouteParent, TrafficSplitting
+from frontier_operator.api.spec import RouteParent
 from frontier_operator.render.engine_args import HTTP_PORT
 from frontier_operator.render.layout import FleetLayout
 from frontier_operator.render.names import object_name, service_name
@@ -26,7 +26,7 @@ from frontier_operator.render.pods import (
     common_labels,
     owner_references,
 )
-from frontier_operator.render.workloads import metadata
+from frontier_operator.render.workloads import http_service
 
 ROUTE_API_VERSION = "gateway.networking.k8s.io/v1"
 # Backend weights are relative integers: per mille of the traffic.
@@ -34,7 +34,7 @@ WEIGHT_SCALE = 1000
 
 
 def weighted(layout: FleetLayout) -> bool:
-    return layout.serving.traffic.splitting is TrafficSplitting.HTTP_ROUTE
+    return layout.serving.traffic.weighted
 
 
 def revision_service_name(target: str, revision: str) -> str:
@@ -45,16 +45,7 @@ def revision_service(layout: FleetLayout, owner: dict[str, Any] | None) -> dict[
     """The Service of one revision's entry pods: a backend of the HTTPRoute, pruned with its revision."""
     labels = {"app.kubernetes.io/name": "frontier-revision", **common_labels(layout), LABEL_REVISION: layout.revision}
     selector = {LABEL_TARGET: layout.target_label, LABEL_REVISION: layout.revision, LABEL_ENTRYPOINT: TRUE}
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(layout, revision_service_name(layout.target_name, layout.revision), labels, owner),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector,
-            "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}],
-        },
-    }
+    return http_service(layout, revision_service_name(layout.target_name, layout.revision), labels, selector, owner)
 
 
 @dataclass(frozen=True)
@@ -63,7 +54,6 @@ class RouteTemplate:
 
     target_name: str
     namespace: str
-    revision: str
     labels: tuple[tuple[str, str], ...]
     parents: tuple[RouteParent, ...]
     owner: dict[str, Any] | None
@@ -91,7 +81,6 @@ def route_template(layout: FleetLayout, owner: dict[str, Any] | None) -> RouteTe
     return RouteTemplate(
         target_name=layout.target_name,
         namespace=layout.namespace,
-        revision=layout.revision,
         labels=tuple(labels.items()),
         parents=tuple(layout.serving.traffic.parent_refs),
         owner=owner,

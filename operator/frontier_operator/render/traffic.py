@@ -4,8 +4,8 @@ The Service selects the entry pods of every serving revision (`workloads.target_
 a revision that runs the SGLang router, else its one engine leader. kube-proxy spreads connections evenly over
 a Service's endpoints, so a canary receives its entry pods' share of all entry pods — one of two when both
 revisions have one router or one replica — whatever share was asked for. No weight can be set on a plain
-Service; an exact share needs weighted routing (a Gateway API HTTPRoute or a mesh) in front of per-revision
-Services, which the operator does not render yet.
+Service; an exact share needs weighted routing in front of per-revision Services (`route`, with
+`spec.serving.traffic.splitting: http-route`).
 """
 
 from __future__ import annotations

@@ -96,13 +96,21 @@ def target_service(layout: FleetLayout, owner: dict[str, Any] | None) -> dict[st
     (`traffic.service_share`).
     """
     labels = {"app.kubernetes.io/name": "frontier-target", **common_labels(layout)}
+    selector = {LABEL_TARGET: layout.target_label, LABEL_ENTRYPOINT: TRUE}
+    return http_service(layout, _service_name(layout), labels, selector, owner)
+
+
+def http_service(
+    layout: FleetLayout, name: str, labels: dict[str, str], selector: dict[str, str], owner: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A ClusterIP Service of the engines' (or routers') HTTP port for the pods `selector` picks."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(layout, _service_name(layout), labels, owner),
+        "metadata": metadata(layout, name, labels, owner),
         "spec": {
             "type": "ClusterIP",
-            "selector": {LABEL_TARGET: layout.target_label, LABEL_ENTRYPOINT: TRUE},
+            "selector": selector,
             "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}],
         },
     }

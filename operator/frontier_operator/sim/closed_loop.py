@@ -43,7 +43,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from frontier_operator.api.spec import TrafficSplitting, TuningMode
+from frontier_operator.api.spec import TuningMode
 from frontier_operator.api.v1alpha1 import FrontierTarget
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.types import Percentiles, Role, ServingConfig, Workload
@@ -609,7 +609,7 @@ def run_loop(
         plan_workload=request.workload,
         image=image,
         router_replicas=setup.target.spec.serving.router.replicas,
-        weighted_route=setup.target.spec.serving.traffic.splitting is TrafficSplitting.HTTP_ROUTE,
+        weighted_route=setup.target.spec.serving.traffic.weighted,
     )
     run = LoopRun(setup, fleet, spec_policy, applied, model, allowed, progress)
     interval = spec_policy.interval_s
