@@ -47,6 +47,7 @@ from frontier_operator.reconcile.core import (
 from frontier_operator.reconcile.events import EventNote
 from frontier_operator.reconcile.merge_patch import merge_patch
 from frontier_operator.reconcile.plan_status import config_status
+from frontier_operator.reconcile.route_status import route_refusal
 from frontier_operator.reconcile.tuned_fleet import (
     RenderedRecord,
     fleet_state,
@@ -66,6 +67,7 @@ from frontier_operator.reconcile.tuning_record import (
 )
 from frontier_operator.reconcile.tuning_tick import TickInput, TuningReport, tick
 from frontier_operator.render.errors import RenderError
+from frontier_operator.render.names import service_name
 from frontier_operator.tuning.policy import policy_from_spec
 from frontier_operator.tuning.replan import corrected_plan
 from frontier_operator.tuning.state import ModelContext
@@ -255,6 +257,7 @@ class Controller:
             current=FrontierTargetStatus(),
             observed=(),
             now=self.clock(),
+            route_refused=None,
         )
         return target, tuned.outcome
 
@@ -286,6 +289,8 @@ class Controller:
         )
         # ---- end of sweeps
         observed = tuple(kube.list_workloads(self.api, namespace, name))
+        weighted = target is not None and target.spec.serving.traffic.weighted
+        route = kube.read_route(self.api, namespace, service_name(name)) if weighted else None
         outcome: Outcome
         report: TuningReport | None = None
         record_text: str | None = None
@@ -304,6 +309,7 @@ class Controller:
                 current=current,
                 observed=observed,
                 now=now,
+                route_refused=route_refusal(route) if weighted else None,
             )
             outcome, report = tuned.outcome, tuned.report
             # Until its first tick a record is what the plan gives, rebuilt at no cost: writing it would add a
@@ -319,6 +325,7 @@ class Controller:
             now=rfc3339(now),
             force_apply=force_apply,
             tuning=report,
+            route=route,
         )
         result = reconcile(inputs)
         result = replace(
@@ -344,6 +351,8 @@ class Controller:
         if result.prune:
             kube.prune_revisions(self.api, namespace, name, result.prune)
             metrics.DECISIONS.labels("prune").inc()
+        if result.withdraw_route:
+            kube.delete_route(self.api, namespace, name)
         new_status = result.status.model_dump(mode="json", by_alias=True, exclude_none=True)
         old_status = {key: value for key, value in raw_status.items() if key != "kopf"}
         patch = merge_patch(old_status, new_status)
@@ -367,6 +376,7 @@ class Controller:
         current: FrontierTargetStatus,
         observed: tuple[ObservedWorkload, ...],
         now: datetime,
+        route_refused: str | None,
     ) -> _Tuned:
         """The fleet to render — the plan's, or what the tuning loop made of it — after a tick if one is due."""
         spec = target.spec
@@ -394,6 +404,7 @@ class Controller:
                 image=spec.serving.image,
                 router_replicas=spec.serving.router.replicas,
                 weighted_route=spec.serving.traffic.weighted,
+                route_refused=route_refused,
             )
             inputs = self._tick_input(
                 target=target,

@@ -23,6 +23,7 @@ from operator_support import (
     engine_deployments,
     events_for,
     has_condition,
+    labelled,
     owned,
     target_document,
 )
@@ -280,6 +281,37 @@ def test_the_operator_uses_exactly_what_its_rbac_grants(
         )
         custom_model = wait_for_object(kube_api, *FT, namespace, "custom-model", has_condition("PlanFeasible", "True"))
         assert custom_model["status"]["plan"]["config"]["summary"]
+
+        def routes() -> list[dict[str, Any]]:
+            selector = "frontier.dev/target=custom-model"
+            return labelled(kube_api, namespace, "gateway.networking.k8s.io/v1", "httproutes", selector)
+
+        (route,) = wait_for(routes, timeout=30, what="the HTTPRoute")
+        wait_for_object(kube_api, *FT, namespace, "custom-model", has_condition("RouteAccepted", "Unknown"))
+        # What a mesh writes when it refuses the route: the operator reads it back (the RBAC's get).
+        (parent,) = route["spec"]["parentRefs"]
+        refusal = {"type": "Accepted", "status": "False", "reason": "NotAllowedByParent", "message": "no"}
+        custom.patch_namespaced_custom_object_status(
+            "gateway.networking.k8s.io",
+            "v1",
+            namespace,
+            "httproutes",
+            route["metadata"]["name"],
+            {"status": {"parents": [{"parentRef": parent, "controllerName": "mesh", "conditions": [refusal]}]}},
+        )
+        wait_for_object(
+            kube_api, *FT, namespace, "custom-model", has_condition("RouteAccepted", "False", "NotAccepted")
+        )
+        # Back to the Service's split: same engines, same revision, and the route must not outlive the setting.
+        custom.patch_namespaced_custom_object(
+            "frontier.dev",
+            "v1alpha1",
+            namespace,
+            "frontiertargets",
+            "custom-model",
+            {"spec": {"serving": {"traffic": {"splitting": "service"}}}},
+        )
+        wait_for(lambda: not routes(), timeout=30, what="the HTTPRoute withdrawn")
         wait_for(
             lambda: owned(kube_api, namespace, "kimi-k25-batch", "serviceaccounts"), timeout=30, what="router identity"
         )

@@ -7,11 +7,19 @@ import copy
 from dataclasses import replace
 from typing import Any
 
+import pytest
 import yaml
 
 from frontier_operator.api import parse_target
-from frontier_operator.api.status import CanaryStatus, FrontierTargetStatus, RouteBackend
+from frontier_operator.api.status import (
+    CanaryStatus,
+    ConditionStatus,
+    ConditionType,
+    FrontierTargetStatus,
+    RouteBackend,
+)
 from frontier_operator.perf.types import ServingConfig
+from frontier_operator.reconcile.conditions import find_condition
 from frontier_operator.reconcile.core import (
     CanaryRollout,
     ObservedWorkload,
@@ -20,6 +28,7 @@ from frontier_operator.reconcile.core import (
     ReconcileResult,
     reconcile,
 )
+from frontier_operator.reconcile.route_status import route_acceptance
 from frontier_operator.render import RenderRequest, Variant, render_fleet
 from frontier_operator.render.names import service_name
 from frontier_operator.render.route import revision_service_name
@@ -168,3 +177,82 @@ def test_a_canary_gets_its_share_once_every_workload_of_it_is_ready() -> None:
     # Nothing changed since: the route is not applied again.
     again = _step(with_canary, stable + _workloads(canary.objects, canary.revision, ready=True), ready.status)
     assert _route(again) is None and again.status.route == ready.status.route
+
+
+def test_switching_back_to_the_service_withdraws_the_route_once() -> None:
+    routed = _planned(_document(splitting="http-route"))
+    stable = _workloads(routed.objects, routed.revision, ready=True)
+    before = _step(routed, stable)
+    assert before.status.route and not before.withdraw_route
+    # Same engines, same revision: only the split changes.
+    plain = _planned(_document(splitting="service"))
+    assert plain.revision == routed.revision
+    after = _step(plain, stable, before.status)
+    assert after.withdraw_route and after.status.route == []
+    assert _route(after) is None and after.prune == ()
+    assert [e.reason for e in after.events] == ["RouteWithdrawn"]
+    assert not _step(plain, stable, after.status).withdraw_route
+
+
+def _reported(*parents: dict[str, Any], generation: int = 2) -> dict[str, Any]:
+    return {
+        "metadata": {"generation": generation},
+        "spec": {"parentRefs": [{"kind": "Gateway", **GATEWAY}]},
+        "status": {"parents": list(parents)},
+    }
+
+
+def _parent(accepted: str = "True", resolved: str = "True", seen: int = 2, **ref: str) -> dict[str, Any]:
+    def condition(kind: str, status: str, reason: str) -> dict[str, Any]:
+        return {"type": kind, "status": status, "reason": reason, "message": reason, "observedGeneration": seen}
+
+    return {
+        "parentRef": {"kind": "Gateway", **GATEWAY, **ref},
+        "controllerName": "example.net/gateway",
+        "conditions": [
+            condition("Accepted", accepted, "Accepted" if accepted == "True" else "NotAllowedByListeners"),
+            condition("ResolvedRefs", resolved, "ResolvedRefs" if resolved == "True" else "BackendNotFound"),
+        ],
+    }
+
+
+def test_the_route_is_in_force_only_once_every_parent_accepted_it_and_resolved_its_backends() -> None:
+    accepted = route_acceptance(_reported(_parent()))
+    assert (accepted.status, accepted.reason) == (ConditionStatus.TRUE, "Accepted")
+    assert accepted.message == "accepted by Gateway gateways/inference"
+    refused = route_acceptance(_reported(_parent(accepted="False")))
+    assert (refused.status, refused.reason) == (ConditionStatus.FALSE, "NotAccepted")
+    assert "Gateway gateways/inference: Accepted=False (NotAllowedByListeners)" in refused.message
+    unresolved = route_acceptance(_reported(_parent(resolved="False")))
+    assert unresolved.status is ConditionStatus.FALSE and "ResolvedRefs=False (BackendNotFound)" in unresolved.message
+
+
+@pytest.mark.parametrize(
+    ("route", "says"),
+    [
+        (None, "does not exist yet"),
+        (_reported(), "no Gateway API implementation has reported on it"),
+        # A status about an older generation says nothing of the weights applied since.
+        (_reported(_parent(seen=1)), "Accepted not reported for generation 2"),
+        # Another listener of the same Gateway is not this parent.
+        (_reported(_parent(sectionName="http")), "no Gateway API implementation has reported on it"),
+    ],
+)
+def test_until_an_implementation_reports_on_this_generation_acceptance_is_unknown(
+    route: dict[str, Any] | None, says: str
+) -> None:
+    unknown = route_acceptance(route)
+    assert unknown.status is ConditionStatus.UNKNOWN and says in unknown.message
+
+
+def test_route_accepted_is_a_condition_of_http_route_splitting_only() -> None:
+    routed = _planned(_document(splitting="http-route", parentRefs=[GATEWAY]))
+    stable = _workloads(routed.objects, routed.revision, ready=True)
+    refused = reconcile(
+        ReconcileInput(None, routed, stable, FrontierTargetStatus(), 1, NOW, route=_reported(_parent("False")))
+    )
+    condition = find_condition(refused.status.conditions, ConditionType.ROUTE_ACCEPTED)
+    assert condition is not None and condition.status is ConditionStatus.FALSE
+    plain = _planned(_document(splitting="service"))
+    after = _step(plain, stable, refused.status)
+    assert find_condition(after.status.conditions, ConditionType.ROUTE_ACCEPTED) is None

@@ -32,7 +32,7 @@ from frontier_operator.tuning.calibration import CalibrationState, update_calibr
 from frontier_operator.tuning.canary import canary_fleet
 from frontier_operator.tuning.decisions import decide
 from frontier_operator.tuning.observation import Observation, Variant
-from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.policy import EXPLORATION_MAX_SHARE, TuningPolicy
 from frontier_operator.tuning.state import (
     AppliedState,
     CanaryState,
@@ -313,14 +313,46 @@ def test_no_voluntary_canary_starts_while_rising_traffic_would_outrun_the_fleet_
     assert "p50 TPOT 40.22 ms" in ramp.reason
 
 
-def test_an_uncertain_neighbour_is_explored_under_an_upper_confidence_rule() -> None:
-    decision = _decide(observation(group()), policy=replace(POLICY, exploration_optimism=2.5))
+@pytest.mark.parametrize("split", ["weighted route", "five router pods"])
+def test_an_uncertain_neighbour_is_explored_under_an_upper_confidence_rule(split: str) -> None:
+    # A tenth of the traffic behind the route; a sixth through the Service beside five stable router pods.
+    model = context(calibration=budget_spent(), weighted_route=split == "weighted route", router_replicas=5)
+    decision = _decide(observation(group()), model=model, policy=replace(POLICY, exploration_optimism=2.5))
     action = decision.action
     assert isinstance(action, StartCanary) and action.exploration
+    assert action.share <= EXPLORATION_MAX_SHARE
     # Expected to cost more, optimistically cheaper: that is what makes it exploration.
     assert action.predicted_cost_per_mtok is not None and action.stable_cost_per_mtok is not None
     assert action.predicted_cost_per_mtok > action.stable_cost_per_mtok
     assert "uncertain" in decision.reason
+
+
+def test_exploration_does_not_put_half_of_the_traffic_on_a_fleet_the_model_doubts() -> None:
+    # One router pod per revision: the Service would give the canary half of the traffic.
+    decision = _decide(observation(group()), policy=replace(POLICY, exploration_optimism=2.5))
+    assert _hold(decision) is Hold.SLO_MET
+    assert "no cheaper option is predicted to keep it; exploration canaries wait" in decision.reason
+    assert "at least 50% of the traffic, over their limit (exploration 25%)" in decision.reason
+    assert "splitting: http-route" in decision.reason
+    # Asked for half explicitly, the spec's share is the limit.
+    asked = _decide(observation(group()), policy=replace(POLICY, exploration_optimism=2.5, canary_share=0.5))
+    assert isinstance(asked.action, StartCanary) and asked.action.exploration and asked.action.share == 0.5
+
+
+def test_behind_a_route_its_gateway_refused_no_canary_starts_and_the_reason_says_why() -> None:
+    refused = "Gateway gateways/inference: Accepted=False (NotAllowedByListeners)"
+    model = context(calibration=budget_spent(), weighted_route=True, router_replicas=5, route_refused=refused)
+    decision = _decide(observation(group()), model=model, policy=replace(POLICY, exploration_optimism=2.5))
+    assert _hold(decision) is Hold.SLO_MET
+    assert f"canaries wait: the HTTPRoute is not accepted ({refused})" in decision.reason
+    assert "no cheaper option" not in decision.reason
+
+
+def test_a_share_below_the_services_holds_cheaper_canaries_too_and_says_so() -> None:
+    decision = _decide(observation(group()), policy=replace(POLICY, canary_share=0.1, exploration=False))
+    assert _hold(decision) is Hold.SLO_MET
+    assert "no cheaper option" not in decision.reason
+    assert "cheaper canaries wait" in decision.reason and "(cheaper 10%)" in decision.reason
 
 
 def test_exploration_waits_for_its_interval() -> None:
@@ -337,6 +369,22 @@ def test_a_new_engine_image_goes_through_a_canary() -> None:
     assert decision.action.config == base_plan().chosen.config
 
 
+@pytest.mark.parametrize(
+    ("policy", "model", "says"),
+    [
+        (replace(POLICY, canary_share=0.1), {}, "the target's Service would give it 50% of the traffic, over the 10%"),
+        (POLICY, {"route_refused": "NotAllowedByListeners", "weighted_route": True}, "HTTPRoute is not accepted"),
+    ],
+)
+def test_a_new_engine_image_that_cannot_be_canaried_says_why_it_waits(
+    policy: TuningPolicy, model: dict[str, object], says: str
+) -> None:
+    new_image = "lmsysorg/sglang:v0.5.24-cu130"
+    decision = _decide(observation(group()), model=context(image=new_image, **model), policy=policy)
+    assert not isinstance(decision.action, StartCanary)
+    assert f"engine image {new_image} waits: " in decision.reason and says in decision.reason
+
+
 def test_a_rolled_back_image_is_not_canaried_again_for_a_day() -> None:
     new_image = "lmsysorg/sglang:v0.5.24-cu130"
     first = _decide(observation(group()), model=context(image=new_image))
@@ -346,6 +394,7 @@ def test_a_rolled_back_image_is_not_canaried_again_for_a_day() -> None:
     rolled_back = applied_after(started, RollbackCanary("rev-image", RollbackCause.CRASH_LOOPING), NOW - 1800)
     again = _decide(observation(group()), rolled_back, model=context(image=new_image))
     assert not isinstance(again.action, StartCanary)
+    assert f"engine image {new_image} waits: its canary was rolled back less than 24 h ago" in again.reason
     # Another image is a new attempt.
     other = _decide(observation(group()), rolled_back, model=context(image="lmsysorg/sglang:v0.5.25-cu130"))
     assert isinstance(other.action, StartCanary) and other.action.image == "lmsysorg/sglang:v0.5.25-cu130"
@@ -379,12 +428,13 @@ def _pair(
     *,
     canary_tpot_p50: float | None = None,
     canary_samples: int | None = None,
+    rate: float = WORKLOAD.request_rate_per_s,
 ) -> Observation:
-    """Stable and canary serving their shares of the spec's traffic, as the model predicts them."""
+    """Stable and canary serving their shares of `rate` (the spec's traffic), as the model predicts them."""
     truth = Truth(noise=0.0)
     deployed = canary_fleet(target, VERDICT_SHARE)
-    stable_load = replace(WORKLOAD, request_rate_per_s=WORKLOAD.request_rate_per_s * (1 - VERDICT_SHARE))
-    canary_load = replace(WORKLOAD, request_rate_per_s=WORKLOAD.request_rate_per_s * VERDICT_SHARE)
+    stable_load = replace(WORKLOAD, request_rate_per_s=rate * (1 - VERDICT_SHARE))
+    canary_load = replace(WORKLOAD, request_rate_per_s=rate * VERDICT_SHARE)
     stable_prediction = truth.predict(stable, stable_load)
     canary_prediction = truth.predict(deployed, canary_load)
     return observation(
@@ -422,9 +472,18 @@ def test_a_canary_that_receives_far_more_than_its_planned_share_is_rolled_back(w
 
 def test_a_cheaper_canary_that_meets_every_slo_is_promoted_after_the_minimum_duration() -> None:
     state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=POLICY.canary_min_duration_s + 60))
-    decision = _decide(_pair(DEAR, CHEAP), state)
+    decision = _decide(_pair(DEAR, CHEAP, rate=3.6), state)
     assert decision.action == PromoteCanary("rev-canary")
     assert "meets every SLO" in decision.reason
+
+
+def test_a_canary_whose_full_fleet_would_run_within_the_models_error_of_its_capacity_is_rolled_back() -> None:
+    # At 4 requests/s the plan's fleet is projected to carry 4.37: 9 % to spare, under the 10 % margin one
+    # window of the canary leaves on its latencies — and its capacity is what a tenth of the traffic shows least.
+    state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=POLICY.canary_min_duration_s + 60))
+    decision = _decide(_pair(DEAR, CHEAP), state)
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.SLO_BREACH)
+    assert "projected to miss capacity (4.37 requests/s for 4 with a 10% margin)" in decision.reason
 
 
 def test_a_canary_is_compared_for_the_minimum_duration_first() -> None:

@@ -221,20 +221,37 @@ def prune_revisions(api: ApiClient, namespace: str, target: str, revisions: Iter
     """Delete every owned object of the given revisions, kind by kind."""
     for revision in revisions:
         for resource in OWNED_KINDS.values():
-            try:
-                _call(
-                    api,
-                    "DELETE",
-                    resource.collection_path(namespace),
-                    query=[
-                        ("labelSelector", f"{_selector(target, revision)},{NOT_SWEEP}"),
-                        ("propagationPolicy", "Background"),
-                    ],
-                )
-            except KubeError as error:
-                if error.status == 404 and resource.optional_crd:
-                    continue
-                raise
+            _delete_collection(api, namespace, resource, _selector(target, revision))
+
+
+def read_route(api: ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+    """An HTTPRoute with the status its Gateway or mesh wrote (None: none, or no Gateway API CRDs)."""
+    try:
+        route: dict[str, Any] = _call(api, "GET", f"{OWNED_KINDS['HTTPRoute'].collection_path(namespace)}/{name}")
+    except KubeError as error:
+        if error.status == 404:
+            return None
+        raise
+    return route
+
+
+def delete_route(api: ApiClient, namespace: str, target: str) -> None:
+    """Delete the target's HTTPRoute, whichever revision's label it carries."""
+    _delete_collection(api, namespace, OWNED_KINDS["HTTPRoute"], _selector(target))
+
+
+def _delete_collection(api: ApiClient, namespace: str, resource: Resource, selector: str) -> None:
+    try:
+        _call(
+            api,
+            "DELETE",
+            resource.collection_path(namespace),
+            query=[("labelSelector", f"{selector},{NOT_SWEEP}"), ("propagationPolicy", "Background")],
+        )
+    except KubeError as error:
+        # A cluster without the Gateway API has no HTTPRoute to delete.
+        if not (error.status == 404 and resource.optional_crd):
+            raise
 
 
 def read_config_map_key(api: ApiClient, namespace: str, name: str, key: str) -> str | None:

@@ -26,6 +26,8 @@ class ConditionType(StrEnum):
     METRICS_AVAILABLE = "MetricsAvailable"
     MODEL_DRIFT = "ModelDrift"
     DEGRADED = "Degraded"
+    # spec.serving.traffic.splitting: http-route only.
+    ROUTE_ACCEPTED = "RouteAccepted"
 
 
 class ConditionStatus(StrEnum):
@@ -38,7 +40,8 @@ class Condition(ApiModel):
     """One aspect of the target's state, in the shape of metav1.Condition."""
 
     type: ConditionType
-    """Ready, PlanFeasible, SLOMet, Progressing, MetricsAvailable, ModelDrift or Degraded."""
+    """Ready, PlanFeasible, SLOMet, Progressing, MetricsAvailable, ModelDrift, Degraded, or (with http-route
+    splitting) RouteAccepted."""
     status: ConditionStatus
     """True, False or Unknown."""
     reason: Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")]

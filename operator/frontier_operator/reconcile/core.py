@@ -7,7 +7,7 @@ revision is rolled out beside the old one; the old one is pruned only once the n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,6 +35,7 @@ from frontier_operator.reconcile.plan_status import (
     rejections,
     technique_status,
 )
+from frontier_operator.reconcile.route_status import route_acceptance
 from frontier_operator.reconcile.summary import build_summary
 from frontier_operator.reconcile.tuning_tick import TuningReport
 from frontier_operator.render.route import WEIGHT_SCALE, RouteTemplate, http_route
@@ -120,6 +121,8 @@ class ReconcileInput:
     force_apply: bool = False
     # What the tuning loop measured and decided on this step (None: no tick this time).
     tuning: TuningReport | None = None
+    # The target's HTTPRoute as the API server holds it, status included (None: none, or not read).
+    route: Mapping[str, Any] | None = None
 
 
 # ---------------------------------------------------------------------------------------------- outputs
@@ -132,6 +135,9 @@ class ReconcileResult:
     prune: tuple[str, ...]
     status: FrontierTargetStatus
     events: tuple[EventNote, ...]
+    # Delete the target's HTTPRoute: the Service splits the traffic again. Left in place, a mesh would keep
+    # sending all of it to the revision the route last named, and a canary would get none.
+    withdraw_route: bool = False
 
 
 # ------------------------------------------------------------------------------------------------ logic
@@ -209,6 +215,10 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
     route = _route_backends(outcome, observed, revision if ready else current.applied_revision or revision)
     if outcome.route is not None and (changed or route != current.route):
         apply = (*apply, http_route(outcome.route, [(b.revision, b.weight_per_mille) for b in route]))
+    withdraw_route = outcome.route is None and bool(current.route)
+    if withdraw_route:
+        why = "spec.serving.traffic.splitting is service: removed the HTTPRoute; the target's Service splits traffic"
+        events.append(EventNote("Normal", "RouteWithdrawn", why))
     old = {w.revision for w in observed if w.revision not in keep}
     if current.applied_revision and current.applied_revision not in keep:
         old.add(current.applied_revision)
@@ -241,6 +251,8 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
         ConditionUpdate(ConditionType.DEGRADED, FALSE, "AsExpected", "the plan rendered and applied"),
         *_unknown_until_observed(current),
     ]
+    if outcome.route is not None:
+        updates.append(route_acceptance(inputs.route))
     report = inputs.tuning
     if report is not None:
         updates += report.conditions
@@ -261,8 +273,9 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
         history=history,
         outcome=outcome.plan,
         observed=report.observed if report is not None else None,
+        dropped=() if outcome.route is not None else (ConditionType.ROUTE_ACCEPTED,),
     )
-    return _with_tuning(result, outcome, report, new_plan, route)
+    return replace(_with_tuning(result, outcome, report, new_plan, route), withdraw_route=withdraw_route)
 
 
 def _route_backends(outcome: Planned, observed: Sequence[ObservedWorkload], serving: str) -> list[RouteBackend]:
@@ -459,9 +472,11 @@ def _result(
     prune: tuple[str, ...] = (),
     outcome: Plan | Infeasible | None = None,
     observed: ObservedStatus | None = None,
+    dropped: tuple[ConditionType, ...] = (),
 ) -> ReconcileResult:
     current, spec = inputs.current, inputs.spec
-    conditions = apply_conditions(current.conditions, updates, inputs.now, inputs.generation)
+    kept = [c for c in current.conditions if c.type not in dropped]
+    conditions = apply_conditions(kept, updates, inputs.now, inputs.generation)
     changes: dict[str, Any] = {
         "observed_generation": inputs.generation,
         "conditions": conditions,

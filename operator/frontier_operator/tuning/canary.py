@@ -48,8 +48,8 @@ from dataclasses import dataclass, replace
 from frontier_operator.perf.types import Prediction, Role, ServingConfig, Workload
 from frontier_operator.planner.choose import slo_margin
 from frontier_operator.planner.describe import describe_config
-from frontier_operator.planner.types import Evaluated, GpuPool, Plan, SloBound, SloMetric
-from frontier_operator.render.traffic import service_share
+from frontier_operator.planner.types import PER_TOKEN_METRICS, Evaluated, GpuPool, Plan, SloBound, SloMetric
+from frontier_operator.render.traffic import entry_pods, service_share
 from frontier_operator.tuning.actions import (
     CanaryMotive,
     Decision,
@@ -171,17 +171,69 @@ def _start(
     why: str,
 ) -> Proposal | None:
     canary, share = deployed_at_share(s, config, motive)
-    # A remedy canary relieves a fleet that violates the SLO: the share asked for does not hold it back.
-    limit = s.policy.canary_share
-    if motive is not CanaryMotive.REMEDY and limit is not None and share > limit:
-        return None
-    if not _room_for(s, canary, pool) or not _canary_gets_data(s, share):
+    if _obstacle(s, canary, share, motive, pool) is not None:
         return None
     image = s.model.image if motive is CanaryMotive.IMAGE else None
     return Proposal(
         StartCanary(config, canary, pool.name, share, motive, cost, stable_cost, image),
         f"{why}; canary {describe_config(canary)} on pool {pool.name} takes {share:.0%} of traffic "
         f"for at least {s.policy.canary_min_duration_s / 60:.0f} min",
+    )
+
+
+def _obstacle(s: Situation, canary: ServingConfig, share: float, motive: CanaryMotive, pool: GpuPool) -> str | None:
+    """Why a canary deployed as `canary` at `share` cannot start now, or None."""
+    if s.model.route_refused is not None:
+        return f"the HTTPRoute is not accepted ({s.model.route_refused})"
+    limit = _share_limit(s.policy, motive)
+    if limit is not None and share > limit:
+        return f"the target's Service would give it {share:.0%} of the traffic, over the {limit:.0%} allowed"
+    if not _room_for(s, canary, pool):
+        used = s.config.total_gpus if pool.name == s.pool.name else 0
+        return f"its {canary.total_gpus} GPUs beside the {used} in use exceed pool {pool.name}'s {pool.max_gpus}"
+    if not _canary_gets_data(s, share):
+        expected = share * s.workload.request_rate_per_s * s.policy.window_s
+        return (
+            f"its {share:.0%} of {s.workload.request_rate_per_s:.3g} requests/s would complete {expected:.0f} "
+            f"requests per window, under the {s.policy.min_samples} a verdict needs"
+        )
+    return None
+
+
+def _share_limit(policy: TuningPolicy, motive: CanaryMotive) -> float | None:
+    """The most traffic a canary started for `motive` may take (None: no limit).
+
+    A remedy canary relieves a fleet that violates the SLO: the share asked for does not hold it back. An
+    exploration canary runs a fleet the model doubts, so it stays light even when no share is asked for.
+    """
+    if motive is CanaryMotive.REMEDY:
+        return None
+    if motive is CanaryMotive.EXPLORATION:
+        return policy.exploration_share
+    return policy.canary_share
+
+
+def held_canaries(s: Situation) -> tuple[tuple[CanaryMotive, ...], str]:
+    """The motives whose canaries cannot start however good the candidate, and why ("" when none).
+
+    Behind a weighted route that its Gateway or mesh has refused, no split is in force: every canary waits.
+    Through the target's Service, the lightest canary is one entry pod beside the stable revision's; a motive
+    whose limit is under even that share waits.
+    """
+    if s.model.weighted_route:
+        if s.model.route_refused is None:
+            return (), ""
+        return tuple(CanaryMotive), f"canaries wait: the HTTPRoute is not accepted ({s.model.route_refused})"
+    motives = (CanaryMotive.CHEAPER, CanaryMotive.EXPLORATION) if s.policy.exploration else (CanaryMotive.CHEAPER,)
+    lightest = 1.0 / (1.0 + entry_pods(s.config, s.model.router_replicas))
+    held = tuple(m for m in motives if (limit := _share_limit(s.policy, m)) is not None and lightest > limit)
+    if not held:
+        return (), ""
+    limits = ", ".join(f"{m.value} {_share_limit(s.policy, m):.0%}" for m in held)
+    return held, (
+        f"{' and '.join(m.value for m in held)} canaries wait: the target's Service gives any canary at least "
+        f"{lightest:.0%} of the traffic, over their limit ({limits}); spec.serving.traffic.splitting: http-route "
+        "sets the share exactly"
     )
 
 
@@ -225,6 +277,18 @@ def image_canary(s: Situation) -> Proposal | None:
         cost=cost,
         why=f"the spec asks for engine image {s.model.image} (running {s.applied.image})",
     )
+
+
+def image_waiting(s: Situation) -> str | None:
+    """Why the engine image the spec asks for is not being canaried, or None (none asked, or it can start)."""
+    if s.model.image is None or s.model.image == s.applied.image:
+        return None
+    if _rejected_recently(s, s.config, s.pool, s.model.image):
+        hours = s.policy.retry_rejected_after_s / 3600
+        return f"engine image {s.model.image} waits: its canary was rolled back less than {hours:.0f} h ago"
+    canary, share = deployed_at_share(s, s.config, CanaryMotive.IMAGE)
+    obstacle = _obstacle(s, canary, share, CanaryMotive.IMAGE, s.pool)
+    return f"engine image {s.model.image} waits: {obstacle}" if obstacle is not None else None
 
 
 def _neighbours(s: Situation, plan: Plan | None = None) -> list[Evaluated]:
@@ -592,8 +656,8 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
     # yet measured) held a TPOT bound the canary had measured to the full prior margin (Llama-70B's TP2
     # fleet, projected 24 ms of 30 ms, rolled back against 28 %; the oracle's fleet is that TP2 fleet).
     short = []
-    for bound in s.slos:
-        needed = _metric_margin(learnt, projected, bound)
+    margins = [_metric_margin(learnt, projected, bound) for bound in s.slos]
+    for bound, needed in zip(s.slos, margins, strict=True):
         value, limit = bound.predicted(projected), bound.limit_s
         if not math.isfinite(value):
             short.append(f"{bound.label} (saturated)")
@@ -601,8 +665,23 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
             short.append(
                 f"{bound.label} ({format_seconds(value)} with a {needed:.0%} margin, of {format_seconds(limit)})"
             )
-    if not projector.carries(projected, total, s.policy.capacity_headroom):
-        short.append(f"capacity ({projected.max_request_rate_per_s:.3g} requests/s for {total.request_rate_per_s:.3g})")
+    # Its capacity is a prediction too, and the one a light canary shows least: near it a p99 diverges, so the
+    # full fleet must carry the traffic with the model's error to spare, not only the few percent of headroom
+    # that absorb the rate's own fluctuations (Qwen3-32B TP2 on H100, promoted at 47 % of its real load on a
+    # projected 3.34 requests/s for 2.73: it served 2.73 and its p99 TTFT reached 95 s). A unified engine
+    # prefills and decodes on the same GPUs, so its capacity is as uncertain as the less certain of the two; a
+    # P/D fleet's is its decode role's (a short prefill role lengthens TTFT, which that bound's margin covers).
+    capacity_margins = [
+        needed
+        for bound, needed in zip(s.slos, margins, strict=True)
+        if not canary.config.disaggregated or bound.metric in PER_TOKEN_METRICS
+    ]
+    headroom = max([s.policy.capacity_headroom, *capacity_margins])
+    if not projector.carries(projected, total, headroom):
+        short.append(
+            f"capacity ({projected.max_request_rate_per_s:.3g} requests/s for {total.request_rate_per_s:.3g} "
+            f"with a {headroom:.0%} margin)"
+        )
     if short:
         return _rollback(
             s,

@@ -42,13 +42,15 @@ from dataclasses import replace
 
 from frontier_operator.perf.types import Role, Workload
 from frontier_operator.planner.types import PER_TOKEN_METRICS, Plan, SloMetric
-from frontier_operator.tuning.actions import Decision, Hold, NoAction, ReplanCause, SloStanding
+from frontier_operator.tuning.actions import CanaryMotive, Decision, Hold, NoAction, ReplanCause, SloStanding
 from frontier_operator.tuning.budget import WINDOW_GOAL
 from frontier_operator.tuning.canary import (
     canary_health,
     cheaper_canary,
     explore,
+    held_canaries,
     image_canary,
+    image_waiting,
     judge_canary,
     recent_changes,
     remedy_canary,
@@ -154,8 +156,11 @@ def decide(
     if not all(x.slack(policy.hysteresis) for x in standing):
         return hold(
             Hold.HYSTERESIS,
-            f"SLO met but within the {policy.hysteresis:.0%} hysteresis band ({describe_standings(standing)}): "
-            "nothing is loosened this close to a limit",
+            _noting_image(
+                s,
+                f"SLO met but within the {policy.hysteresis:.0%} hysteresis band ({describe_standings(standing)}): "
+                "nothing is loosened this close to a limit",
+            ),
             standing,
         )
     return s.decision(_save(s))
@@ -383,7 +388,16 @@ def _save(s: Situation) -> Proposal:
         )
     if rising is not None:
         return Proposal(NoAction(Hold.RISING_TRAFFIC), rising)
-    return Proposal(
-        NoAction(Hold.SLO_MET),
-        f"SLO met ({describe_standings(s.standing)}) and no cheaper option is predicted to keep it",
-    )
+    why = f"SLO met ({describe_standings(s.standing)})"
+    waiting, why_waiting = held_canaries(s)
+    if CanaryMotive.CHEAPER not in waiting:
+        why += " and no cheaper option is predicted to keep it"
+    if waiting:
+        why += f"; {why_waiting}"
+    return Proposal(NoAction(Hold.SLO_MET), _noting_image(s, why))
+
+
+def _noting_image(s: Situation, why: str) -> str:
+    """`why`, and why the engine image the spec asks for waits if it does: a setting that does nothing must say so."""
+    image = image_waiting(s)
+    return why if image is None else f"{why}; {image}"

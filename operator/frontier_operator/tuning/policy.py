@@ -47,6 +47,12 @@ RETRY_REJECTED_AFTER_S = 24 * HOUR_S
 # A canary's share behind a weighted HTTPRoute when spec.tuning.canary.trafficShare is not set: enough requests
 # to judge at a few requests/s (a tenth of 4/s is 120 per 5-min window), few users exposed.
 ROUTED_CANARY_SHARE = 0.10
+# The most traffic an exploration canary takes when spec.tuning.canary.trafficShare is not set. It runs a
+# fleet the model does not believe in (that is why it is exploration); through a Service that gives any canary
+# half of the traffic, half of the users would be its test. In the closed-loop bench's runs through the
+# Service none of the exploration canaries was promoted, and at least three breached the SLO while serving
+# that half (DeepSeek-R1 seed 2, GLM-5 seeds 1 and 2).
+EXPLORATION_MAX_SHARE = 0.25
 # The observed workload triggers a re-plan when it departs from the planned one by this much
 # (rate and mean lengths, relative; prefix-cache hit rate, absolute).
 WORKLOAD_SHIFT = 0.25
@@ -92,6 +98,11 @@ class TuningPolicy:
     def routed_share(self) -> float:
         """A canary's share behind a weighted route: the spec's, else a tenth."""
         return self.canary_share if self.canary_share is not None else ROUTED_CANARY_SHARE
+
+    @property
+    def exploration_share(self) -> float:
+        """The most an exploration canary may take: the spec's share, else a quarter."""
+        return self.canary_share if self.canary_share is not None else EXPLORATION_MAX_SHARE
 
     @property
     def step_aim(self) -> float:

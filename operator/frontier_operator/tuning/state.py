@@ -112,6 +112,8 @@ class ModelContext:
     # A weighted HTTPRoute splits traffic (spec.serving.traffic.splitting: http-route): a canary gets the share
     # the policy asks for, not the Service's.
     weighted_route: bool = False
+    # Why the Gateway or mesh refuses that route (its RouteAccepted=False message); None while it is not refused.
+    route_refused: str | None = None
 
     def pool(self, name: str) -> GpuPool | None:
         return next((p for p in self.request.pools if p.name == name), None)
