@@ -47,7 +47,7 @@ from frontier_operator.reconcile.core import (
 from frontier_operator.reconcile.events import EventNote
 from frontier_operator.reconcile.merge_patch import merge_patch
 from frontier_operator.reconcile.plan_status import config_status
-from frontier_operator.reconcile.route_status import route_refusal
+from frontier_operator.reconcile.route_status import route_acceptance, route_refusal
 from frontier_operator.reconcile.tuned_fleet import (
     RenderedRecord,
     fleet_state,
@@ -290,7 +290,7 @@ class Controller:
         # ---- end of sweeps
         observed = tuple(kube.list_workloads(self.api, namespace, name))
         weighted = target is not None and target.spec.serving.traffic.weighted
-        route = kube.read_route(self.api, namespace, service_name(name)) if weighted else None
+        acceptance = route_acceptance(kube.read_route(self.api, namespace, service_name(name))) if weighted else None
         outcome: Outcome
         report: TuningReport | None = None
         record_text: str | None = None
@@ -309,7 +309,7 @@ class Controller:
                 current=current,
                 observed=observed,
                 now=now,
-                route_refused=route_refusal(route) if weighted else None,
+                route_refused=route_refusal(acceptance),
             )
             outcome, report = tuned.outcome, tuned.report
             # Until its first tick a record is what the plan gives, rebuilt at no cost: writing it would add a
@@ -325,7 +325,7 @@ class Controller:
             now=rfc3339(now),
             force_apply=force_apply,
             tuning=report,
-            route=route,
+            route_acceptance=acceptance,
         )
         result = reconcile(inputs)
         result = replace(

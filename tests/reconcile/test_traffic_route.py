@@ -248,8 +248,9 @@ def test_until_an_implementation_reports_on_this_generation_acceptance_is_unknow
 def test_route_accepted_is_a_condition_of_http_route_splitting_only() -> None:
     routed = _planned(_document(splitting="http-route", parentRefs=[GATEWAY]))
     stable = _workloads(routed.objects, routed.revision, ready=True)
+    acceptance = route_acceptance(_reported(_parent("False")))
     refused = reconcile(
-        ReconcileInput(None, routed, stable, FrontierTargetStatus(), 1, NOW, route=_reported(_parent("False")))
+        ReconcileInput(None, routed, stable, FrontierTargetStatus(), 1, NOW, route_acceptance=acceptance)
     )
     condition = find_condition(refused.status.conditions, ConditionType.ROUTE_ACCEPTED)
     assert condition is not None and condition.status is ConditionStatus.FALSE

@@ -249,7 +249,7 @@ def _delete_collection(api: ApiClient, namespace: str, resource: Resource, selec
             query=[("labelSelector", f"{selector},{NOT_SWEEP}"), ("propagationPolicy", "Background")],
         )
     except KubeError as error:
-        # A cluster without the Gateway API has no HTTPRoute to delete.
+        # An optional CRD the cluster does not have (the Gateway API's HTTPRoute): nothing of that kind to delete.
         if not (error.status == 404 and resource.optional_crd):
             raise
 

@@ -7,7 +7,7 @@ revision is rolled out beside the old one; the old one is pruned only once the n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,7 +35,6 @@ from frontier_operator.reconcile.plan_status import (
     rejections,
     technique_status,
 )
-from frontier_operator.reconcile.route_status import route_acceptance
 from frontier_operator.reconcile.summary import build_summary
 from frontier_operator.reconcile.tuning_tick import TuningReport
 from frontier_operator.render.route import WEIGHT_SCALE, RouteTemplate, http_route
@@ -121,8 +120,8 @@ class ReconcileInput:
     force_apply: bool = False
     # What the tuning loop measured and decided on this step (None: no tick this time).
     tuning: TuningReport | None = None
-    # The target's HTTPRoute as the API server holds it, status included (None: none, or not read).
-    route: Mapping[str, Any] | None = None
+    # RouteAccepted, from what the Gateway or mesh wrote on the target's HTTPRoute (None: not read).
+    route_acceptance: ConditionUpdate | None = None
 
 
 # ---------------------------------------------------------------------------------------------- outputs
@@ -251,8 +250,8 @@ def _planned(inputs: ReconcileInput, outcome: Planned) -> ReconcileResult:
         ConditionUpdate(ConditionType.DEGRADED, FALSE, "AsExpected", "the plan rendered and applied"),
         *_unknown_until_observed(current),
     ]
-    if outcome.route is not None:
-        updates.append(route_acceptance(inputs.route))
+    if outcome.route is not None and inputs.route_acceptance is not None:
+        updates.append(inputs.route_acceptance)
     report = inputs.tuning
     if report is not None:
         updates += report.conditions

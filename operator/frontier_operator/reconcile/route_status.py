@@ -71,7 +71,6 @@ def route_acceptance(route: Mapping[str, Any] | None) -> ConditionUpdate:
     return ConditionUpdate(kind, ConditionStatus.TRUE, "Accepted", f"accepted by {parents}")
 
 
-def route_refusal(route: Mapping[str, Any] | None) -> str | None:
+def route_refusal(acceptance: ConditionUpdate | None) -> str | None:
     """Why a Gateway or mesh refuses the route (RouteAccepted=False), or None: then no canary starts."""
-    acceptance = route_acceptance(route)
-    return acceptance.message if acceptance.status is ConditionStatus.FALSE else None
+    return acceptance.message if acceptance is not None and acceptance.status is ConditionStatus.FALSE else None

@@ -25,5 +25,13 @@ def entry_pods(config: ServingConfig, router_replicas: int) -> int:
 
 def service_share(stable: ServingConfig, canary: ServingConfig, router_replicas: int) -> float:
     """The share of user traffic the Service sends to a canary revision deployed as `canary`."""
-    mine = entry_pods(canary, router_replicas)
+    return _share(entry_pods(canary, router_replicas), stable, router_replicas)
+
+
+def lightest_service_share(stable: ServingConfig, router_replicas: int) -> float:
+    """The least share the Service can give any canary beside `stable`: that of a single entry pod."""
+    return _share(1, stable, router_replicas)
+
+
+def _share(mine: int, stable: ServingConfig, router_replicas: int) -> float:
     return mine / (mine + entry_pods(stable, router_replicas))

@@ -49,7 +49,7 @@ from frontier_operator.perf.types import Prediction, Role, ServingConfig, Worklo
 from frontier_operator.planner.choose import slo_margin
 from frontier_operator.planner.describe import describe_config
 from frontier_operator.planner.types import PER_TOKEN_METRICS, Evaluated, GpuPool, Plan, SloBound, SloMetric
-from frontier_operator.render.traffic import entry_pods, service_share
+from frontier_operator.render.traffic import lightest_service_share, service_share
 from frontier_operator.tuning.actions import (
     CanaryMotive,
     Decision,
@@ -184,7 +184,7 @@ def _start(
 def _obstacle(s: Situation, canary: ServingConfig, share: float, motive: CanaryMotive, pool: GpuPool) -> str | None:
     """Why a canary deployed as `canary` at `share` cannot start now, or None."""
     if s.model.route_refused is not None:
-        return f"the HTTPRoute is not accepted ({s.model.route_refused})"
+        return _route_refused(s.model.route_refused)
     limit = _share_limit(s.policy, motive)
     if limit is not None and share > limit:
         return f"the target's Service would give it {share:.0%} of the traffic, over the {limit:.0%} allowed"
@@ -198,6 +198,10 @@ def _obstacle(s: Situation, canary: ServingConfig, share: float, motive: CanaryM
             f"requests per window, under the {s.policy.min_samples} a verdict needs"
         )
     return None
+
+
+def _route_refused(why: str) -> str:
+    return f"the HTTPRoute is not accepted ({why})"
 
 
 def _share_limit(policy: TuningPolicy, motive: CanaryMotive) -> float | None:
@@ -223,13 +227,14 @@ def held_canaries(s: Situation) -> tuple[tuple[CanaryMotive, ...], str]:
     if s.model.weighted_route:
         if s.model.route_refused is None:
             return (), ""
-        return tuple(CanaryMotive), f"canaries wait: the HTTPRoute is not accepted ({s.model.route_refused})"
+        return tuple(CanaryMotive), f"canaries wait: {_route_refused(s.model.route_refused)}"
     motives = (CanaryMotive.CHEAPER, CanaryMotive.EXPLORATION) if s.policy.exploration else (CanaryMotive.CHEAPER,)
-    lightest = 1.0 / (1.0 + entry_pods(s.config, s.model.router_replicas))
-    held = tuple(m for m in motives if (limit := _share_limit(s.policy, m)) is not None and lightest > limit)
-    if not held:
+    lightest = lightest_service_share(s.config, s.model.router_replicas)
+    over = {m: limit for m in motives if (limit := _share_limit(s.policy, m)) is not None and lightest > limit}
+    if not over:
         return (), ""
-    limits = ", ".join(f"{m.value} {_share_limit(s.policy, m):.0%}" for m in held)
+    held = tuple(over)
+    limits = ", ".join(f"{m.value} {limit:.0%}" for m, limit in over.items())
     return held, (
         f"{' and '.join(m.value for m in held)} canaries wait: the target's Service gives any canary at least "
         f"{lightest:.0%} of the traffic, over their limit ({limits}); spec.serving.traffic.splitting: http-route "
@@ -261,11 +266,14 @@ def _stable_cost(s: Situation, workload: Workload) -> float | None:
     return min(costs) if costs else None
 
 
+def _asked_image(s: Situation) -> str | None:
+    """The engine image the spec asks for when the stable fleet runs another."""
+    return s.model.image if s.model.image is not None and s.model.image != s.applied.image else None
+
+
 def image_canary(s: Situation) -> Proposal | None:
     """The spec asks for another engine image than the stable fleet runs."""
-    if s.model.image is None or s.model.image == s.applied.image:
-        return None
-    if _rejected_recently(s, s.config, s.pool, s.model.image):
+    if _asked_image(s) is None or _rejected_recently(s, s.config, s.pool, s.model.image):
         return None
     cost = _stable_cost(s, _fleet_workload(s))
     return _start(
@@ -281,14 +289,15 @@ def image_canary(s: Situation) -> Proposal | None:
 
 def image_waiting(s: Situation) -> str | None:
     """Why the engine image the spec asks for is not being canaried, or None (none asked, or it can start)."""
-    if s.model.image is None or s.model.image == s.applied.image:
+    image = _asked_image(s)
+    if image is None:
         return None
-    if _rejected_recently(s, s.config, s.pool, s.model.image):
+    if _rejected_recently(s, s.config, s.pool, image):
         hours = s.policy.retry_rejected_after_s / 3600
-        return f"engine image {s.model.image} waits: its canary was rolled back less than {hours:.0f} h ago"
+        return f"engine image {image} waits: its canary was rolled back less than {hours:.0f} h ago"
     canary, share = deployed_at_share(s, s.config, CanaryMotive.IMAGE)
     obstacle = _obstacle(s, canary, share, CanaryMotive.IMAGE, s.pool)
-    return f"engine image {s.model.image} waits: {obstacle}" if obstacle is not None else None
+    return f"engine image {image} waits: {obstacle}" if obstacle is not None else None
 
 
 def _neighbours(s: Situation, plan: Plan | None = None) -> list[Evaluated]:
