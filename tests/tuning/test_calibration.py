@@ -122,12 +122,24 @@ def test_overlapping_windows_count_only_their_fresh_part() -> None:
 
 
 def test_an_overloaded_window_teaches_nothing() -> None:
-    # The model puts this fleet well under its capacity; a window ten times slower is an overload or an
-    # outage, for the SLO rules to handle, not a model error to learn.
+    # The model puts this fleet well under its capacity; a window ten times slower with requests queued behind
+    # the running ones is an overload or an outage, for the SLO rules to handle, not a model error to learn.
     prediction = Truth().predict(CONFIG, WORKLOAD)
-    overloaded = observation(group(tpot_p50=prediction.tpot.p50 * 10))
+    overloaded = observation(group(tpot_p50=prediction.tpot.p50 * 10, ttft_p99=prediction.ttft.p99 * 10, queued=40.0))
     state = update_calibration(CalibrationState(), overloaded, CONFIG, prediction, NOW)
-    assert state.of_metric(LatencyMetric.TPOT) is None
+    assert state.estimates == ()
+
+
+@pytest.mark.parametrize("queued", [0.0, 11.5])
+def test_a_slow_window_with_empty_queues_is_a_model_error_to_learn(queued: float) -> None:
+    # Nothing waits (at most a tenth of the running requests): no backlog explains a first token six times later
+    # than modelled, so it is the engine's own latency (the Qwen3-32B H100 table with nothing queued) and is
+    # learnt, body and tail, instead of being dismissed as an overload.
+    prediction = Truth().predict(CONFIG, WORKLOAD)
+    slow = observation(group(ttft_p99=prediction.ttft.p99 * 6, queued=queued))
+    ttft = update_calibration(CalibrationState(), slow, CONFIG, prediction, NOW).of_metric(LatencyMetric.TTFT)
+    assert ttft is not None and ttft.factor > 2.0  # one window moves the prior most of the way
+    assert ttft.tail_windows > 0
 
 
 def test_a_fleet_several_times_faster_than_the_model_is_learnt_not_dismissed() -> None:

@@ -10,12 +10,24 @@ import pytest
 
 from frontier_operator.perf.types import Role
 from frontier_operator.render.traffic import service_share
-from frontier_operator.tuning.actions import Decision, Hold, NoAction, ScaleReplicas, SetBatchCap, StartCanary
+from frontier_operator.tuning.actions import (
+    CanaryMotive,
+    Decision,
+    Hold,
+    NoAction,
+    ScaleReplicas,
+    SetBatchCap,
+    StartCanary,
+)
 from frontier_operator.tuning.budget import ErrorBudget
 from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric
+from frontier_operator.tuning.canary import deployed_at_share
 from frontier_operator.tuning.decisions import decide
+from frontier_operator.tuning.forecast import Forecaster
 from frontier_operator.tuning.observation import Observation
 from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.predictor import CalibratedPredictor
+from frontier_operator.tuning.situation import Situation
 from frontier_operator.tuning.state import AppliedState, ChangeKind, ChangeRecord
 from frontier_operator.tuning.structure import structure_key, with_replicas
 from frontier_operator.tuning.workload import WorkloadEstimate
@@ -23,6 +35,7 @@ from tuning_support import (
     NOW,
     POLICY,
     WINDOW_S,
+    WORKLOAD,
     applied,
     base_plan,
     budget_spent,
@@ -228,6 +241,40 @@ def test_behind_a_weighted_route_a_canary_gets_the_share_the_spec_asks_a_tenth_b
     assert action.share == 0.1 and action.canary.roles[0].replicas == 1
     asked = decide(quiet, applied(runner_up(0)), model, replace(POLICY, canary_share=0.25), NOW).action
     assert isinstance(asked, StartCanary) and asked.share == 0.25
+
+
+@pytest.mark.parametrize(
+    ("rate", "motive", "asked", "share"),
+    [
+        # A tenth of 4 requests/s completes 120 requests per 5-min window: enough for a verdict.
+        (4.0, CanaryMotive.CHEAPER, None, 0.1),
+        # A tenth of 1.5 completes 45 of the 100 needed: the share that completes 125 instead of never starting,
+        (1.5, CanaryMotive.CHEAPER, None, 1.25 * 100 / 450),
+        # at most a quarter for an exploration canary, half for any other;
+        (1.5, CanaryMotive.EXPLORATION, None, 0.25),
+        (0.5, CanaryMotive.CHEAPER, None, 0.5),
+        # a share the spec asks for is kept (the canary then waits for traffic).
+        (1.5, CanaryMotive.CHEAPER, 0.1, 0.1),
+    ],
+)
+def test_behind_a_weighted_route_a_canary_takes_the_share_its_verdict_needs(
+    rate: float, motive: CanaryMotive, asked: float | None, share: float
+) -> None:
+    policy = replace(POLICY, canary_share=asked)
+    obs = observation(group(rate=rate))
+    model = context(weighted_route=True)
+    situation = Situation(
+        obs,
+        applied(),
+        model,
+        policy,
+        NOW,
+        (),
+        Forecaster(CalibratedPredictor(model.predictor, model.calibration), model.request.arch, 0.0),
+        model.request.pools[0],
+        replace(WORKLOAD, request_rate_per_s=rate),
+    )
+    assert deployed_at_share(situation, runner_up(0), motive)[1] == pytest.approx(share)
 
 
 @pytest.mark.parametrize(

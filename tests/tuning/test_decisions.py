@@ -348,6 +348,21 @@ def test_behind_a_route_its_gateway_refused_no_canary_starts_and_the_reason_says
     assert "no cheaper option" not in decision.reason
 
 
+def test_behind_a_route_a_share_too_small_to_judge_holds_canaries_and_says_so() -> None:
+    # The spec asks for 2 % behind the route: 24 requests per 5-min window at 4 requests/s, under the 100 a
+    # verdict needs, for the cheaper canary and the exploration alike.
+    model = context(calibration=budget_spent(), weighted_route=True)
+    decision = _decide(
+        observation(group()), model=model, policy=replace(POLICY, exploration_optimism=2.5, canary_share=0.02)
+    )
+    assert _hold(decision) is Hold.SLO_MET
+    assert "no cheaper option" not in decision.reason
+    assert (
+        "cheaper and exploration canaries wait: 2% of 4 requests/s would complete 24 requests per window, under the "
+        "100 a verdict needs" in decision.reason
+    )
+
+
 def test_a_share_below_the_services_holds_cheaper_canaries_too_and_says_so() -> None:
     decision = _decide(observation(group()), policy=replace(POLICY, canary_share=0.1, exploration=False))
     assert _hold(decision) is Hold.SLO_MET

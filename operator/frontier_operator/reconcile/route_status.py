@@ -63,7 +63,7 @@ def route_acceptance(route: Mapping[str, Any] | None) -> ConditionUpdate:
         pending += waiting
     if refused:
         message = "; ".join(refused)
-        return ConditionUpdate(kind, ConditionStatus.FALSE, "NotAccepted", f"{message}: canaries wait")
+        return ConditionUpdate(kind, ConditionStatus.FALSE, "NotAccepted", message)
     if pending:
         message = "; ".join(pending)
         return ConditionUpdate(kind, ConditionStatus.UNKNOWN, "NotReportedYet", message)

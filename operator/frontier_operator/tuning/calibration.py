@@ -63,7 +63,7 @@ from frontier_operator.tuning.budget import WINDOW_GOAL, ErrorBudget
 from frontier_operator.tuning.observation import Observation, Variant
 from frontier_operator.tuning.slo import latency_group
 from frontier_operator.tuning.structure import latency_role, layout_key, structure_key, worker_key
-from frontier_operator.tuning.workload import WorkloadEstimate, role_saturated, update_workload
+from frontier_operator.tuning.workload import WorkloadEstimate, queue_free, role_saturated, update_workload
 
 # SGLang 0.5.23's default histogram buckets, seconds (sglang-0.5.23.md §7.3).
 TTFT_BUCKETS: tuple[float, ...] = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
@@ -77,8 +77,13 @@ CALIBRATION_PERCENTILES = (50, 90)
 # Share of a model's log error common to every configuration of the cluster (equal prior variances of the
 # shared and the configuration-specific parts).
 SHARED_ERROR_SHARE = 0.5
-# A window slower than the model by more than this factor is not a model error but a fleet in overload (queues
-# growing without bound) or an outage: it is left to the SLO rules and teaches the calibration nothing.
+# A window slower than the model by more than this factor, with requests waiting in its queues, is not a model
+# error but a fleet in overload (queues growing without bound) or an outage: it is left to the SLO rules and
+# teaches the calibration nothing. With its queues empty (`workload.queue_free`) no backlog explains the latency:
+# however slow, it is the engine's own and is learnt (the Qwen3-32B H100 table serves a first token 4.6-12x
+# later than the model with nothing queued; refused as overload, every window of six hours left its TTFT
+# correction at 1, and the loop removed the replicas that kept p99 TTFT under its limit, projecting 2.5 s for
+# what then measured 4.7-5.0 s).
 MAX_PLAUSIBLE_SLOWDOWN = 3.0
 # Faster than the model, no queue distorts a window: the model's fixed per-step costs are what a faster kernel or
 # engine removes (measured low-batch decode runs 3-27x over the bandwidth floor, published-figures.md §7c), so a
@@ -351,8 +356,13 @@ def measure(
     samples: int,
     buckets: tuple[float, ...],
     settings: CalibrationSettings,
+    *,
+    queue_free: bool = False,
 ) -> Measurement | None:
-    """One window's `log(observed / predicted)` with its noise variance; None without usable data."""
+    """One window's `log(observed / predicted)` with its noise variance; None without usable data.
+
+    `queue_free`: the window's queues were empty, so no slowdown is taken for an overload (`_plausible`).
+    """
     if observed is None or samples < settings.min_samples:
         return None
     pairs = [(observed.at(p), predicted.at(p)) for p in CALIBRATION_PERCENTILES]
@@ -361,7 +371,7 @@ def measure(
         return None
     observed_mean = math.exp(sum(math.log(o) for o, _ in usable) / len(usable))
     predicted_mean = math.exp(sum(math.log(m) for _, m in usable) / len(usable))
-    if not _plausible(observed_mean, predicted_mean):
+    if not _plausible(observed_mean, predicted_mean, queue_free=queue_free):
         return None
     # The percentiles' interpolation errors come from different buckets: independent, averaged in log space.
     resolution_variance = sum(bucket_resolution(o, buckets) ** 2 for o, _ in usable) / len(usable) ** 2
@@ -369,12 +379,13 @@ def measure(
     return Measurement(math.log(observed_mean / predicted_mean), noise, observed_mean, predicted_mean, samples)
 
 
-def _plausible(observed_s: float, modelled_s: float) -> bool:
-    """Both latencies positive and finite, the observed one neither an overload's nor a broken measurement's
-    (`MAX_PLAUSIBLE_SLOWDOWN`, `MAX_PLAUSIBLE_SPEEDUP`)."""
+def _plausible(observed_s: float, modelled_s: float, *, queue_free: bool) -> bool:
+    """Both latencies positive and finite, the observed one neither a broken measurement's nor, unless the
+    window's queues were empty, an overload's (`MAX_PLAUSIBLE_SPEEDUP`, `MAX_PLAUSIBLE_SLOWDOWN`)."""
     if not (observed_s > 0 and modelled_s > 0 and math.isfinite(observed_s) and math.isfinite(modelled_s)):
         return False
-    return 1.0 / MAX_PLAUSIBLE_SPEEDUP <= observed_s / modelled_s <= MAX_PLAUSIBLE_SLOWDOWN
+    ratio = observed_s / modelled_s
+    return ratio >= 1.0 / MAX_PLAUSIBLE_SPEEDUP and (queue_free or ratio <= MAX_PLAUSIBLE_SLOWDOWN)
 
 
 # ------------------------------------------------------------------------------------------- filtering
@@ -412,13 +423,19 @@ def transferred(source: Estimate, role: Role, prior_sigma: float) -> Estimate:
 
 
 def with_tail(
-    estimate: Estimate, observed: Percentiles | None, predicted: Percentiles, samples: int, fresh_fraction: float
+    estimate: Estimate,
+    observed: Percentiles | None,
+    predicted: Percentiles,
+    samples: int,
+    fresh_fraction: float,
+    *,
+    queue_free: bool = False,
 ) -> Estimate:
     """Fold one window's p99 into the tail average: log(observed ÷ raw p99 × the body factor just learnt)."""
     if observed is None or samples < TAIL_MIN_SAMPLES or fresh_fraction <= 0:
         return estimate
     seen, modelled = observed.p99, predicted.p99 * estimate.factor
-    if not _plausible(seen, modelled):
+    if not _plausible(seen, modelled, queue_free=queue_free):
         return estimate
     kept = estimate.tail_windows * 0.5 ** (fresh_fraction / TAIL_HALF_LIFE_WINDOWS)
     weight = kept + fresh_fraction
@@ -523,7 +540,8 @@ def update_calibration(
             observed, predicted, buckets = group.tpot, prediction.tpot, ITL_BUCKETS
         else:
             observed, predicted, buckets = group.itl, prediction.itl, ITL_BUCKETS
-        measurement = measure(observed, predicted, group.samples, buckets, settings)
+        unqueued = queue_free(group)
+        measurement = measure(observed, predicted, group.samples, buckets, settings, queue_free=unqueued)
         if measurement is None:
             continue
         # A window overlapping the previous one brings only its fresh part as new evidence.
@@ -531,7 +549,9 @@ def update_calibration(
         role = latency_role(config, is_ttft)
         current = estimates.get((role, metric)) or initial_estimate(role, metric, prediction.uncertainty)
         learnt = filtered(current, measurement, settings, observation.window_start)
-        estimates[(role, metric)] = with_tail(learnt, observed, predicted, group.samples, fresh / window)
+        estimates[(role, metric)] = with_tail(
+            learnt, observed, predicted, group.samples, fresh / window, queue_free=unqueued
+        )
     state = replace(state, estimates=tuple(estimates.values()), updated_at=now)
     if variant is Variant.STABLE and role_capacities is not None:
         state = _learn_capacities(

@@ -65,7 +65,7 @@ from frontier_operator.tuning.actions import (
 from frontier_operator.tuning.calibration import CalibrationState, LatencyMetric, update_calibration
 from frontier_operator.tuning.forecast import FasterModel, Forecaster, raw_prediction
 from frontier_operator.tuning.observation import Variant
-from frontier_operator.tuning.policy import TuningPolicy
+from frontier_operator.tuning.policy import ROUTED_CANARY_SHARE, TuningPolicy
 from frontier_operator.tuning.predictor import CalibratedPredictor
 from frontier_operator.tuning.replan import corrected_plan, current_workload
 from frontier_operator.tuning.situation import Proposal, Situation
@@ -76,8 +76,13 @@ from frontier_operator.tuning.workload import averaging_lag_s, demand, fleet_wor
 
 # ---------------------------------------------------------------------------------------------- start
 
-# The largest traffic share a remedy canary takes behind a weighted route (see `_remedy_share`).
-REMEDY_MAX_SHARE = 0.5
+# The largest traffic share a canary takes behind a weighted route (see `_routed_share`, `_remedy_share`): more
+# would make the candidate, not yet judged, the main fleet.
+ROUTED_MAX_SHARE = 0.5
+# Behind a weighted route without `trafficShare`, a canary whose tenth would complete too few requests per window
+# takes a share that completes this many times what a verdict needs: room for the window's Poisson noise and a
+# falling rate while it is judged.
+DATA_SHARE_MARGIN = 1.25
 # A canary whose observed share exceeds its planned one × this, plus this slack, is not split as planned: a
 # window's Poisson noise at 100 requests is a tenth of the share, and a saturated stable fleet completes less.
 SPLIT_TOLERANCE = 1.5
@@ -106,12 +111,29 @@ def deployed_at_share(s: Situation, config: ServingConfig, motive: CanaryMotive)
     share).
     """
     if s.model.weighted_route:
-        share = _remedy_share(s, _fleet_workload(s)) if motive is CanaryMotive.REMEDY else s.policy.routed_share
+        share = _remedy_share(s, _fleet_workload(s)) if motive is CanaryMotive.REMEDY else _routed_share(s, motive)
         return canary_fleet(config, share), share
     router_replicas = s.model.router_replicas
     share = service_share(s.config, canary_fleet(config, 0.0), router_replicas)
     share = service_share(s.config, canary_fleet(config, share), router_replicas)
     return canary_fleet(config, share), share
+
+
+def _routed_share(s: Situation, motive: CanaryMotive) -> float:
+    """A canary's share behind a weighted route: `trafficShare` when set; else a tenth, or more if a tenth would
+    complete too few requests per window to be judged — up to the motive's limit (`_share_limit`), else half.
+
+    At low traffic a tenth never yields a verdict, so no canary started at all: DeepSeek-R1 at 2.5 requests/s
+    (75 requests per window of the 100 needed) kept an EP8 fleet 1.5x the cost of the TP8 one its corrected plan
+    chose, which the Service's half canaried and promoted.
+    """
+    if s.policy.canary_share is not None:
+        return s.policy.canary_share
+    per_window = s.workload.request_rate_per_s * s.policy.window_s
+    needed = s.policy.min_samples / per_window if per_window > 0 else ROUTED_MAX_SHARE
+    if needed <= ROUTED_CANARY_SHARE:
+        return ROUTED_CANARY_SHARE
+    return min(_share_limit(s.policy, motive) or ROUTED_MAX_SHARE, DATA_SHARE_MARGIN * needed)
 
 
 def _canary_gets_data(s: Situation, share: float) -> bool:
@@ -192,12 +214,16 @@ def _obstacle(s: Situation, canary: ServingConfig, share: float, motive: CanaryM
         used = s.config.total_gpus if pool.name == s.pool.name else 0
         return f"its {canary.total_gpus} GPUs beside the {used} in use exceed pool {pool.name}'s {pool.max_gpus}"
     if not _canary_gets_data(s, share):
-        expected = share * s.workload.request_rate_per_s * s.policy.window_s
-        return (
-            f"its {share:.0%} of {s.workload.request_rate_per_s:.3g} requests/s would complete {expected:.0f} "
-            f"requests per window, under the {s.policy.min_samples} a verdict needs"
-        )
+        return f"its {_too_few_requests(s, share)}"
     return None
+
+
+def _too_few_requests(s: Situation, share: float) -> str:
+    expected = share * s.workload.request_rate_per_s * s.policy.window_s
+    return (
+        f"{share:.0%} of {s.workload.request_rate_per_s:.3g} requests/s would complete {expected:.0f} requests per "
+        f"window, under the {s.policy.min_samples} a verdict needs"
+    )
 
 
 def _route_refused(why: str) -> str:
@@ -220,15 +246,21 @@ def _share_limit(policy: TuningPolicy, motive: CanaryMotive) -> float | None:
 def held_canaries(s: Situation) -> tuple[tuple[CanaryMotive, ...], str]:
     """The motives whose canaries cannot start however good the candidate, and why ("" when none).
 
-    Behind a weighted route that its Gateway or mesh has refused, no split is in force: every canary waits.
+    Behind a weighted route that its Gateway or mesh has refused, no split is in force: every canary waits; an
+    accepted one holds back a motive whose share (`_routed_share`) completes too few requests to be judged.
     Through the target's Service, the lightest canary is one entry pod beside the stable revision's; a motive
     whose limit is under even that share waits.
     """
-    if s.model.weighted_route:
-        if s.model.route_refused is None:
-            return (), ""
-        return tuple(CanaryMotive), f"canaries wait: {_route_refused(s.model.route_refused)}"
     motives = (CanaryMotive.CHEAPER, CanaryMotive.EXPLORATION) if s.policy.exploration else (CanaryMotive.CHEAPER,)
+    if s.model.weighted_route:
+        if s.model.route_refused is not None:
+            return tuple(CanaryMotive), f"canaries wait: {_route_refused(s.model.route_refused)}"
+        shares = {m: _routed_share(s, m) for m in motives}
+        starved = tuple(m for m, share in shares.items() if not _canary_gets_data(s, share))
+        if not starved:
+            return (), ""
+        largest = max(shares[m] for m in starved)
+        return starved, f"{' and '.join(m.value for m in starved)} canaries wait: {_too_few_requests(s, largest)}"
     lightest = lightest_service_share(s.config, s.model.router_replicas)
     over = {m: limit for m in motives if (limit := _share_limit(s.policy, m)) is not None and lightest > limit}
     if not over:
@@ -353,12 +385,12 @@ def _remedy_share(s: Situation, workload: Workload) -> float:
     to queue for its 20 min). Sending the canary the excess stops the queue growing; more than half of the
     traffic would make the candidate, not yet judged, the main fleet.
     """
-    least = s.policy.routed_share
+    least = _routed_share(s, CanaryMotive.REMEDY)
     stable = s.forecaster.predict(s.config, s.pool, workload)
     if stable is None or not workload.request_rate_per_s > 0:
         return least
     excess = 1.0 - stable.max_request_rate_per_s / (workload.request_rate_per_s * (1.0 + s.policy.capacity_headroom))
-    return min(max(least, excess), max(least, REMEDY_MAX_SHARE))
+    return min(max(least, excess), max(least, ROUTED_MAX_SHARE))
 
 
 def remedy_canary(s: Situation) -> Proposal | None:

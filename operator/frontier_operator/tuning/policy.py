@@ -45,7 +45,8 @@ EXPLORATION_INTERVAL_S = 6 * HOUR_S
 EXPLORATION_OPTIMISM = 1.0
 RETRY_REJECTED_AFTER_S = 24 * HOUR_S
 # A canary's share behind a weighted HTTPRoute when spec.tuning.canary.trafficShare is not set: enough requests
-# to judge at a few requests/s (a tenth of 4/s is 120 per 5-min window), few users exposed.
+# to judge at a few requests/s (a tenth of 4/s is 120 per 5-min window), few users exposed. Under that rate the
+# share grows to what a verdict needs (`tuning.canary._routed_share`).
 ROUTED_CANARY_SHARE = 0.10
 # The most traffic an exploration canary takes when spec.tuning.canary.trafficShare is not set. It runs a
 # fleet the model does not believe in (that is why it is exploration); through a Service that gives any canary
@@ -66,7 +67,7 @@ class TuningPolicy:
     window_s: float = 300.0
     cooldown_s: float = 600.0
     max_changes_per_hour: int = 4
-    # The share spec.tuning.canary.trafficShare asks for (None: not set; see `routed_share`).
+    # The share spec.tuning.canary.trafficShare asks for (None: not set; see `tuning.canary._routed_share`).
     canary_share: float | None = None
     canary_min_duration_s: float = 900.0
     promote_margin: float = 0.03
@@ -93,11 +94,6 @@ class TuningPolicy:
     @property
     def canary_data_deadline_s(self) -> float:
         return CANARY_DATA_DEADLINE_FACTOR * self.canary_min_duration_s
-
-    @property
-    def routed_share(self) -> float:
-        """A canary's share behind a weighted route: the spec's, else a tenth."""
-        return self.canary_share if self.canary_share is not None else ROUTED_CANARY_SHARE
 
     @property
     def exploration_share(self) -> float:

@@ -48,6 +48,18 @@ def queue_exceeds_running(group: GroupObservation | None) -> bool:
     return group.queued_requests > max(group.running_requests, 1.0)
 
 
+# A window whose queues hold at most this share of the requests running is free of queueing: no overload explains
+# its latency, however far it is from the model's.
+QUEUE_FREE_SHARE = 0.1
+
+
+def queue_free(group: GroupObservation | None) -> bool:
+    """The group's queues were (nearly) empty over the window: its latency is its engine's, not a backlog's."""
+    if group is None or group.queued_requests is None or group.running_requests is None:
+        return False
+    return group.queued_requests <= QUEUE_FREE_SHARE * max(group.running_requests, 1.0)
+
+
 def role_saturated(group: GroupObservation | None, window_s: float) -> bool:
     """The role serves at its limit and its queue grows: more requests wait than run, and they wait minutes.
 
