@@ -431,8 +431,9 @@ class CanarySpec(ApiModel):
     With service splitting, the most it may receive: the target's Service spreads connections evenly over the
     entry pods of both revisions (router pods, else the one engine leader), so a canary receives its entry pods'
     share, half when each revision has one router pod or one replica, and a lower value holds back cheaper,
-    exploration and image canaries (not a remedy canary for a violated SLO). Default: 10% with http-route; no
-    limit with service."""
+    exploration and image canaries (not a remedy canary for a violated SLO). Default: 10% with http-route, raised
+    when 10% of the traffic would complete too few requests per window to judge the canary; at most 25% for an
+    exploration canary and no limit for the others with service."""
     min_duration: Duration = Duration(900.0, "15m")
     """Shortest comparison before a canary is promoted or rolled back. Default: 15m."""
     promote_margin: Fraction = Fraction(0.03, "3%")
