@@ -357,11 +357,12 @@ def measure(
     buckets: tuple[float, ...],
     settings: CalibrationSettings,
     *,
-    queue_free: bool = False,
+    queues_empty: bool = False,
 ) -> Measurement | None:
     """One window's `log(observed / predicted)` with its noise variance; None without usable data.
 
-    `queue_free`: the window's queues were empty, so no slowdown is taken for an overload (`_plausible`).
+    `queues_empty`: nothing waited in the window (`workload.queue_free`), so no slowdown is taken for an overload
+    (`_plausible`).
     """
     if observed is None or samples < settings.min_samples:
         return None
@@ -371,7 +372,7 @@ def measure(
         return None
     observed_mean = math.exp(sum(math.log(o) for o, _ in usable) / len(usable))
     predicted_mean = math.exp(sum(math.log(m) for _, m in usable) / len(usable))
-    if not _plausible(observed_mean, predicted_mean, queue_free=queue_free):
+    if not _plausible(observed_mean, predicted_mean, queues_empty=queues_empty):
         return None
     # The percentiles' interpolation errors come from different buckets: independent, averaged in log space.
     resolution_variance = sum(bucket_resolution(o, buckets) ** 2 for o, _ in usable) / len(usable) ** 2
@@ -379,13 +380,13 @@ def measure(
     return Measurement(math.log(observed_mean / predicted_mean), noise, observed_mean, predicted_mean, samples)
 
 
-def _plausible(observed_s: float, modelled_s: float, *, queue_free: bool) -> bool:
+def _plausible(observed_s: float, modelled_s: float, *, queues_empty: bool) -> bool:
     """Both latencies positive and finite, the observed one neither a broken measurement's nor, unless the
     window's queues were empty, an overload's (`MAX_PLAUSIBLE_SPEEDUP`, `MAX_PLAUSIBLE_SLOWDOWN`)."""
     if not (observed_s > 0 and modelled_s > 0 and math.isfinite(observed_s) and math.isfinite(modelled_s)):
         return False
     ratio = observed_s / modelled_s
-    return ratio >= 1.0 / MAX_PLAUSIBLE_SPEEDUP and (queue_free or ratio <= MAX_PLAUSIBLE_SLOWDOWN)
+    return ratio >= 1.0 / MAX_PLAUSIBLE_SPEEDUP and (queues_empty or ratio <= MAX_PLAUSIBLE_SLOWDOWN)
 
 
 # ------------------------------------------------------------------------------------------- filtering
@@ -429,13 +430,13 @@ def with_tail(
     samples: int,
     fresh_fraction: float,
     *,
-    queue_free: bool = False,
+    queues_empty: bool = False,
 ) -> Estimate:
     """Fold one window's p99 into the tail average: log(observed ÷ raw p99 × the body factor just learnt)."""
     if observed is None or samples < TAIL_MIN_SAMPLES or fresh_fraction <= 0:
         return estimate
     seen, modelled = observed.p99, predicted.p99 * estimate.factor
-    if not _plausible(seen, modelled, queue_free=queue_free):
+    if not _plausible(seen, modelled, queues_empty=queues_empty):
         return estimate
     kept = estimate.tail_windows * 0.5 ** (fresh_fraction / TAIL_HALF_LIFE_WINDOWS)
     weight = kept + fresh_fraction
@@ -541,7 +542,7 @@ def update_calibration(
         else:
             observed, predicted, buckets = group.itl, prediction.itl, ITL_BUCKETS
         unqueued = queue_free(group)
-        measurement = measure(observed, predicted, group.samples, buckets, settings, queue_free=unqueued)
+        measurement = measure(observed, predicted, group.samples, buckets, settings, queues_empty=unqueued)
         if measurement is None:
             continue
         # A window overlapping the previous one brings only its fresh part as new evidence.
@@ -550,7 +551,7 @@ def update_calibration(
         current = estimates.get((role, metric)) or initial_estimate(role, metric, prediction.uncertainty)
         learnt = filtered(current, measurement, settings, observation.window_start)
         estimates[(role, metric)] = with_tail(
-            learnt, observed, predicted, group.samples, fresh / window, queue_free=unqueued
+            learnt, observed, predicted, group.samples, fresh / window, queues_empty=unqueued
         )
     state = replace(state, estimates=tuple(estimates.values()), updated_at=now)
     if variant is Variant.STABLE and role_capacities is not None:

@@ -129,7 +129,7 @@ def _routed_share(s: Situation, motive: CanaryMotive) -> float:
     """
     if s.policy.canary_share is not None:
         return s.policy.canary_share
-    per_window = s.workload.request_rate_per_s * s.policy.window_s
+    per_window = _requests_per_window(s, 1.0)
     needed = s.policy.min_samples / per_window if per_window > 0 else ROUTED_MAX_SHARE
     if needed <= ROUTED_CANARY_SHARE:
         return ROUTED_CANARY_SHARE
@@ -143,8 +143,12 @@ def _canary_gets_data(s: Situation, share: float) -> bool:
     deadline, having held its GPUs and two changes of the hourly budget for nothing (seen at the trough of
     diurnal traffic: 60–80 requests per window at a 10 % share of 2–3 requests/s).
     """
-    expected = share * s.workload.request_rate_per_s * s.policy.window_s
-    return expected >= s.policy.min_samples
+    return _requests_per_window(s, share) >= s.policy.min_samples
+
+
+def _requests_per_window(s: Situation, share: float) -> float:
+    """Requests a canary taking `share` of today's rate completes in one window."""
+    return share * s.workload.request_rate_per_s * s.policy.window_s
 
 
 def _judged_workload(s: Situation) -> Workload:
@@ -219,7 +223,7 @@ def _obstacle(s: Situation, canary: ServingConfig, share: float, motive: CanaryM
 
 
 def _too_few_requests(s: Situation, share: float) -> str:
-    expected = share * s.workload.request_rate_per_s * s.policy.window_s
+    expected = _requests_per_window(s, share)
     return (
         f"{share:.0%} of {s.workload.request_rate_per_s:.3g} requests/s would complete {expected:.0f} requests per "
         f"window, under the {s.policy.min_samples} a verdict needs"
