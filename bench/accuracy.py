@@ -47,7 +47,14 @@ from frontier_operator.perf.fitting import (
     leave_one_out_calibrations,
 )
 from frontier_operator.perf.model import PerformanceModel
-from frontier_operator.perf.silicon import SiliconCase, parse_row, read_rows
+from frontier_operator.perf.silicon import (
+    DEPLOYMENT_SUPPLEMENT_PATH,
+    SiliconCase,
+    complete_deployments,
+    parse_row,
+    read_deployment_supplement,
+    read_rows,
+)
 from frontier_operator.planner.choose import covering_margin
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +72,8 @@ class Row:
     mode: str
     case: SiliconCase | None
     parse_error: str | None
+    # Where a P/D row's missing worker counts came from ("twin <id>" or the supplement's source), else "".
+    deployment: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,24 +86,28 @@ class Outcome:
 
 def load(path: Path) -> list[Row]:
     out = []
-    for index, raw in enumerate(read_rows(path)):
+    for index, raw in enumerate(complete_deployments(read_rows(path), read_deployment_supplement())):
         if (raw.get("backend") or "").strip().lower() != BACKEND:
             continue
         model = (raw.get("model_path") or "").strip()
         gpu = (raw.get("system") or "").strip()
         mode = (raw.get("mode") or "").strip()
+        deployment = raw.get("deployment_source", "")
         try:
-            out.append(Row(index, model, gpu, mode, parse_row(raw), None))
+            out.append(Row(index, model, gpu, mode, parse_row(raw), None, deployment))
         except UnpredictableConfig as error:
-            out.append(Row(index, model, gpu, mode, None, error.reason))
+            out.append(Row(index, model, gpu, mode, None, error.reason, deployment))
     return out
 
 
 def full_calibration(usable: Sequence[SiliconCase], data: Path, workers: int) -> tuple[Calibration, str]:
-    """The fit on every usable row: the shipped file if it was fitted on `data`, else a fresh fit."""
-    shipped = PerformanceModel.default().calibration
-    if dict(shipped.provenance).get("data_sha256") == file_digest(data):
-        return shipped, "shipped calibration (fitted on this file)"
+    """The fit on every usable row: the shipped file if it was fitted on `data` (and the shipped deployment
+    supplement), else a fresh fit."""
+    shipped = dict(PerformanceModel.default().calibration.provenance)
+    if shipped.get("data_sha256") == file_digest(data) and shipped.get("deployments_sha256") == file_digest(
+        DEPLOYMENT_SUPPLEMENT_PATH
+    ):
+        return PerformanceModel.default().calibration, "shipped calibration (fitted on this file)"
     return fit_calibration(usable, workers=workers, held_out=False), "fitted afresh (the shipped file is of other data)"
 
 
@@ -210,6 +223,9 @@ def grouped(outcomes: Sequence[Outcome], key: str) -> dict[str, dict[str, float 
         }[key]
         if key == "mode" and outcome.row.case is not None and not outcome.row.case.fully_specified:
             label += " (worker counts missing)"
+        elif key == "mode" and outcome.row.deployment:
+            twin = outcome.row.deployment.startswith("twin")
+            label += " (worker counts from a twin row)" if twin else " (worker counts from InferenceX configs)"
         groups.setdefault(label, []).append(outcome)
     return {label: summarise(group) for label, group in sorted(groups.items())}
 
@@ -218,7 +234,7 @@ def report(outcomes: Sequence[Outcome]) -> dict[str, object]:
     specified = [o for o in outcomes if o.row.case is not None and o.row.case.fully_specified]
     return {
         "overall": summarise(outcomes),
-        # Rows whose deployment the CSV fully describes (P/D rows with worker counts, every aggregated row).
+        # Rows whose deployment is fully known (every aggregated row; P/D rows with worker counts, given or completed).
         "overall_fully_specified": summarise(specified),
         "per_model": grouped(outcomes, "model"),
         "per_gpu": grouped(outcomes, "gpu"),
@@ -300,6 +316,7 @@ def _row_record(outcome: Outcome) -> dict[str, object]:
         "gpu": outcome.row.gpu,
         "mode": outcome.row.mode,
         "fully_specified": case.fully_specified if case is not None else None,
+        "deployment": outcome.row.deployment or None,
         "ttft_ape": None if outcome.ttft_ape is None else round(outcome.ttft_ape, 4),
         "tpot_ape": None if outcome.tpot_ape is None else round(outcome.tpot_ape, 4),
         "error": outcome.error,

@@ -21,9 +21,15 @@ from frontier_operator.perf.calibration import CALIBRATION_FILE, Calibration, re
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.fitting import MAX_ITERATIONS, FitOptions, file_digest, fit_calibration
 from frontier_operator.perf.model import PerformanceModel
-from frontier_operator.perf.silicon import parse_row, read_rows
+from frontier_operator.perf.silicon import (
+    DEPLOYMENT_SUPPLEMENT_PATH,
+    complete_deployments,
+    parse_row,
+    read_deployment_supplement,
+    read_rows,
+)
 
-PREDICTION_COLUMNS = ("pred_ttft_ms", "pred_tpot_ms", "pred_error")
+PREDICTION_COLUMNS = ("pred_ttft_ms", "pred_tpot_ms", "pred_error", "pred_deployment")
 
 
 def shipped_calibration_path() -> Path:
@@ -50,6 +56,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     rows = _read(data)
     if isinstance(rows, str):
         return _fail(rows)
+    rows = complete_deployments(rows, read_deployment_supplement())
     backend = args.backend.lower()
     cases = []
     skipped = 0
@@ -67,6 +74,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     provenance = {
         "data_file": data.name,
         "data_sha256": file_digest(data),
+        "deployments_sha256": file_digest(DEPLOYMENT_SUPPLEMENT_PATH),
         "backend": backend,
         "rows_of_backend": str(len(cases) + skipped),
         "rows_parsed": str(len(cases)),
@@ -116,12 +124,17 @@ def _load_calibration(path: str | None) -> Calibration | str:
 
 
 def predict_rows(model: PerformanceModel, rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """Each row with pred_ttft_ms / pred_tpot_ms, or empty predictions and a pred_error reason."""
+    """Each row with pred_ttft_ms / pred_tpot_ms, or empty predictions and a pred_error reason.
+
+    A P/D row without worker counts is predicted as completed by `complete_deployments`; pred_deployment
+    says where its deployment came from (empty when the row gave it).
+    """
     out = []
-    for row in rows:
+    for row, completed in zip(rows, complete_deployments(rows, read_deployment_supplement()), strict=True):
         result = {k: v for k, v in row.items() if k not in PREDICTION_COLUMNS}
+        result["pred_deployment"] = completed.get("deployment_source", "")
         try:
-            case = parse_row(row)
+            case = parse_row(completed)
             prediction = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
         except UnpredictableConfig as error:
             result.update(pred_ttft_ms="", pred_tpot_ms="", pred_error=error.reason)

@@ -55,7 +55,7 @@ def test_predict_writes_predictions_and_reasons(tmp_path: Path) -> None:
     assert _run(["predict", "--csv", str(source), "-o", str(out)]) == 0
     with out.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert reader.fieldnames == [*SCHEMA_COLUMNS, "pred_ttft_ms", "pred_tpot_ms", "pred_error"]
+        assert reader.fieldnames == [*SCHEMA_COLUMNS, "pred_ttft_ms", "pred_tpot_ms", "pred_error", "pred_deployment"]
         rows = list(reader)
     assert len(rows) >= 8
     broken = rows[-1]

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from frontier_operator.perf.errors import UnpredictableConfig
-from frontier_operator.perf.silicon import SCHEMA_COLUMNS, concurrency_of, parse_row
+from frontier_operator.perf.silicon import (
+    DEPLOYMENT_COLUMNS,
+    SCHEMA_COLUMNS,
+    complete_deployments,
+    concurrency_of,
+    parse_row,
+    read_deployment_supplement,
+    read_rows,
+)
 from frontier_operator.perf.types import MoeA2ABackend, Role
 
 
@@ -85,6 +95,74 @@ def test_missing_worker_counts_default_to_one_and_mark_the_row() -> None:
     case = parse_row(row)
     assert [r.replicas for r in case.config.roles] == [1, 1]
     assert not case.fully_specified
+
+
+SILICON = Path(__file__).resolve().parents[3] / "shared" / "data" / "silicon" / "silicon_measurements.csv"
+# DEP8 prefill ×2, DEP32 decode ×1, in the CSV's encoding (an attention-DP worker is tp 1 × attention_dp N).
+_DEPLOYED = dict(zip(DEPLOYMENT_COLUMNS, ("2", "1", "8", "1", "8", "1", "1", "32", "1", "32"), strict=True))
+
+
+def _r1_pd_row(row_id: str, tpot: str, **values: str) -> dict[str, str]:
+    """A DeepSeek-R1 P/D row as the dumps file it: worker counts and attention-DP missing."""
+    as_filed = {
+        "id": row_id,
+        "model_path": "deepseek-ai/DeepSeek-R1",
+        "system": "gb200",
+        "precision": "fp8",
+        "mode": "disagg",
+        "moe_quant_mode": "fp8_block",
+        "prefill_tp_size": "8",
+        "prefill_moe_ep_size": "8",
+        "decode_tp_size": "32",
+        "decode_moe_ep_size": "8",
+        "silicon_tpot_ms": tpot,
+        "silicon_data_source": "source_file=2026-03-25.csv; silicon_concurrency=2048",
+    }
+    return _row(**{**as_filed, **values})
+
+
+def test_a_row_without_workers_takes_the_deployment_of_its_fully_specified_twin() -> None:
+    twin = _r1_pd_row("v3-twin", "17.25", **_DEPLOYED)
+    twin["model_path"] = "deepseek-ai/DeepSeek-V3"
+    bare = _r1_pd_row("r1-bare", "17.25")
+    other = _r1_pd_row("r1-other", "17.26")  # another measurement: no twin, not in the supplement
+    completed = complete_deployments([twin, bare, other], supplement={})
+    assert completed[0] is twin and completed[2] is other
+    assert {c: completed[1][c] for c in DEPLOYMENT_COLUMNS} == _DEPLOYED
+    assert completed[1]["deployment_source"] == "twin v3-twin"
+    case = parse_row(completed[1])
+    assert case.fully_specified and [r.replicas for r in case.config.roles] == [2, 1]
+    assert case.config.roles[1].worker.attention_dp == 32
+    assert not parse_row(completed[2]).fully_specified
+
+
+def test_twins_that_disagree_complete_nothing_and_the_supplement_comes_second() -> None:
+    first = _r1_pd_row("a", "17.25", **_DEPLOYED)
+    second = _r1_pd_row("b", "17.25", **{**_DEPLOYED, "prefill_num_workers": "3"})
+    bare = _r1_pd_row("bare", "17.25")
+    assert "deployment_source" not in complete_deployments([first, second, bare], supplement={})[2]
+    supplement = {"bare": {**_DEPLOYED, "decode_num_workers": "2", "source": "InferenceX@abc key"}}
+    completed = complete_deployments([first, second, bare], supplement)[2]
+    assert completed["decode_num_workers"] == "2" and completed["deployment_source"] == "InferenceX@abc key"
+    # A twin, when there is one, wins over the supplement.
+    assert complete_deployments([first, bare], supplement)[1]["decode_num_workers"] == "1"
+
+
+@pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")
+def test_the_shipped_supplement_names_rows_without_workers_and_agrees_with_their_twins() -> None:
+    rows = read_rows(SILICON)
+    supplement = read_deployment_supplement()
+    by_id = {row["id"]: row for row in rows}
+    assert len(supplement) >= 50
+    for row_id in supplement:
+        assert row_id in by_id and not by_id[row_id]["decode_num_workers"]
+    from_twins = complete_deployments(rows, supplement={})
+    checked = 0
+    for row in from_twins:
+        if row.get("deployment_source", "").startswith("twin") and row["id"] in supplement:
+            checked += 1
+            assert {c: row[c] for c in DEPLOYMENT_COLUMNS} == {c: supplement[row["id"]][c] for c in DEPLOYMENT_COLUMNS}
+    assert checked >= 40  # the two sources overlap on enough rows for the check to mean something
 
 
 def test_concurrency_falls_back_to_the_decode_batch() -> None:

@@ -12,7 +12,12 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
 * **Wide expert parallelism.** A MoE worker with expert parallelism wider than one node, or one whose
   attention heads do not split over its TP, runs SGLang's large-scale EP layout: attention-DP = EP = TP with
   DeepEP all-to-all.
-* **Workers.** Missing prefill/decode worker counts are taken as one each.
+* **Workers.** A P/D row without prefill/decode worker counts takes its deployment (the ten P/D columns) from
+  a fully specified row of the same file with the same measurement — same backend, GPU, lengths,
+  concurrency, TTFT and TPOT to the last digit: the dumps file some runs twice, once under each DeepSeek
+  name — else from the shipped supplement ``catalog/data/silicon_deployments.csv`` (recovered from the
+  benchmark configs InferenceX published, by ``bench/inferencex_deployments.py``), else one worker each, and
+  the row is then not fully specified.
 * **Concurrency.** ``batch_size``; else the ``silicon_concurrency=`` of ``silicon_data_source``; else decode
   batch × decode workers × decode attention-DP.
 * **Formats.** ``moe_quant_mode``/``gemm_quant_mode``/``precision`` name the weight format (an empty one means
@@ -93,6 +98,12 @@ SCHEMA_COLUMNS = (
     "silicon_tpot_ms",
 )
 REQUIRED_COLUMNS = ("model_path", "system", "mode", "isl", "osl")
+DEPLOYMENT_COLUMNS = tuple(
+    f"{role}_{name}"
+    for role in ("prefill", "decode")
+    for name in ("num_workers", "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+)
+DEPLOYMENT_SUPPLEMENT_PATH = Path(__file__).resolve().parents[1] / "catalog" / "data" / "silicon_deployments.csv"
 
 # InferenceX's client draws lengths uniformly on [0.8, 1] x nominal (--random-range-ratio 0.8).
 RANGE_RATIO = 0.8
@@ -119,14 +130,68 @@ class SiliconCase:
     fully_specified: bool = True
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
+def read_rows(path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS) -> list[dict[str, str]]:
     """The CSV as dictionaries; raises ValueError when a required column is missing."""
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
         return [dict(row) for row in reader]
+
+
+def read_deployment_supplement(path: Path = DEPLOYMENT_SUPPLEMENT_PATH) -> dict[str, dict[str, str]]:
+    """Row id → the deployment columns recorded for it elsewhere, and their ``source`` (module docstring)."""
+    return {row["id"]: row for row in read_rows(path, ("id", *DEPLOYMENT_COLUMNS, "source"))}
+
+
+def _is_disagg(row: Mapping[str, str]) -> bool:
+    return (row.get("mode") or "").strip().lower() == "disagg"
+
+
+def _lacks_workers(row: Mapping[str, str]) -> bool:
+    return _is_disagg(row) and not all((row.get(f"{role}_num_workers") or "").strip() for role in ("prefill", "decode"))
+
+
+def _measurement_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
+    """What identifies one run: two rows equal on it are the same measurement filed twice."""
+    fields = ("backend", "system", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms")
+    key = tuple((row.get(f) or "").strip() for f in fields)
+    if not key[-1] or not key[-2]:
+        return None
+    try:
+        return (*key, str(concurrency_of(row)))
+    except UnpredictableConfig:
+        return None
+
+
+def complete_deployments(
+    rows: list[dict[str, str]], supplement: Mapping[str, Mapping[str, str]]
+) -> list[dict[str, str]]:
+    """The rows, each P/D row without worker counts completed from its twin or the supplement when known.
+
+    A completed row also carries ``deployment_source``: ``twin <id>`` or the supplement's source.
+    """
+    twins: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for row in rows:
+        key = _measurement_key(row)
+        if key is not None and _is_disagg(row) and not _lacks_workers(row):
+            twins.setdefault(key, []).append(row)
+    out = []
+    for row in rows:
+        key = _measurement_key(row) if _lacks_workers(row) else None
+        found = twins.get(key, []) if key is not None else []
+        recorded: Mapping[str, str]
+        if len({tuple(twin.get(c, "") for c in DEPLOYMENT_COLUMNS) for twin in found}) == 1:
+            source, recorded = f"twin {found[0].get('id', '')}", found[0]
+        elif _lacks_workers(row) and row.get("id", "") in supplement:
+            recorded = supplement[row["id"]]
+            source = recorded.get("source") or "supplement"
+        else:
+            out.append(row)
+            continue
+        out.append({**row, **{c: recorded.get(c, "") for c in DEPLOYMENT_COLUMNS}, "deployment_source": source})
+    return out
 
 
 def _int(row: Mapping[str, str], key: str) -> int | None:

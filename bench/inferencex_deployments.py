@@ -1,0 +1,196 @@
+"""Recover the P/D deployments the silicon CSV leaves out, from InferenceX's published benchmark configs.
+
+433 SGLang P/D rows of shared/data/silicon/silicon_measurements.csv (DeepSeek-R1, copied by AIConfigurator
+from SemiAnalysis InferenceX database dumps) give each role's parallelism but not how many prefill and
+decode workers ran, nor whether attention-DP was on. InferenceX publishes what it ran: every benchmark is a
+`search-space` entry of `.github/configs/nvidia-master.yaml` in github.com/SemiAnalysisAI/InferenceX —
+input/output lengths, the concurrencies, and per role the worker count, TP, EP and attention-DP.
+
+For each such row this script reads the config as it stood when the row was measured (the last commit of
+the file at or before the row's `measured=` time; a date without a time means the end of that day) and
+keeps the entries of the same model, precision, GPU and lengths that list the row's concurrency and whose
+prefill TP and EP and decode TP and EP equal the row's — a decode EP equal to the prefill's matches any
+decode EP, for the dumps copy the prefill's EP there (a DEP48 decode recorded with EP 4). The row is
+resolved only when every such entry
+describes one deployment, without speculative decoding (the CSV schema has no column for MTP) and with a
+TP that is the worker's GPU count (early GB200 entries say TP 1 and leave the layout to a recipe file).
+
+Writes operator/frontier_operator/catalog/data/silicon_deployments.csv: the row id, the ten deployment
+columns in the CSV's own encoding (an attention-DP worker of N GPUs is tp 1 × attention_dp N), and the
+source (InferenceX commit, config key, recipe file). The package ships that file; `perf.silicon`
+prefers a fully specified twin of the same measurement inside the CSV and falls back on it.
+
+Usage: python bench/inferencex_deployments.py --repo PATH_TO_INFERENCEX_CLONE [--data CSV] [--out CSV]
+Needs a clone of SemiAnalysisAI/InferenceX (the output shipped was made from commit 843c6254f).
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import csv
+import datetime as dt
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from frontier_operator.perf.silicon import DEPLOYMENT_COLUMNS, DEPLOYMENT_SUPPLEMENT_PATH
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "silicon" / "silicon_measurements.csv"
+CONFIG_PATH = ".github/configs/nvidia-master.yaml"
+FRAMEWORK = "dynamo-sglang"
+_MEASURED = re.compile(r"measured=(\d{4}-\d{2}-\d{2})(T[0-9:.]+)?Z?")
+_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
+
+# One role as InferenceX states it: (workers, tp, ep, attention-DP).
+Role = tuple[int, int, int, bool]
+
+
+class ConfigHistory:
+    """nvidia-master.yaml at any moment of the repository's history (parsed once per commit)."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        log = subprocess.run(
+            ["git", "-C", str(repo), "log", "--format=%H %cI", "--", CONFIG_PATH],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        stamped = zip(log[::2], log[1::2], strict=True)
+        pairs = sorted((dt.datetime.fromisoformat(when), commit) for commit, when in stamped)
+        self.times = [when for when, _ in pairs]
+        self.commits = [commit for _, commit in pairs]
+        self._parsed: dict[str, dict[str, Any]] = {}
+
+    def at(self, when: dt.datetime) -> tuple[str, dict[str, Any]] | None:
+        index = bisect.bisect_right(self.times, when) - 1
+        if index < 0:
+            return None
+        commit = self.commits[index]
+        if commit not in self._parsed:
+            text = subprocess.run(
+                ["git", "-C", str(self.repo), "show", f"{commit}:{CONFIG_PATH}"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            try:
+                self._parsed[commit] = yaml.safe_load(text) or {}
+            except yaml.YAMLError:
+                self._parsed[commit] = {}
+        return commit, self._parsed[commit]
+
+
+def measured_at(source: str) -> dt.datetime | None:
+    match = _MEASURED.search(source)
+    if match is None:
+        return None
+    day = dt.datetime.fromisoformat(match.group(1)).replace(tzinfo=dt.UTC)
+    clock = (match.group(2) or "").lstrip("T")
+    if not clock or clock.startswith("00:00:00"):
+        return day + dt.timedelta(days=1) - dt.timedelta(seconds=1)
+    return dt.datetime.fromisoformat(f"{match.group(1)}T{clock}").replace(tzinfo=dt.UTC)
+
+
+def _role(entry: dict[str, Any]) -> Role:
+    return (int(entry.get("num-worker") or 1), int(entry["tp"]), int(entry.get("ep") or 1), bool(entry.get("dp-attn")))
+
+
+def _encode(role: Role) -> list[str]:
+    """The CSV's encoding: workers, tp, attention_dp, moe_tp, moe_ep (an attention-DP worker is tp 1 × dp N)."""
+    workers, tp, ep, attention_dp = role
+    moe_tp = 1 if ep > 1 else tp
+    if attention_dp:
+        return [str(workers), "1", str(tp), str(moe_tp), str(ep)]
+    return [str(workers), str(tp), "1", str(moe_tp), str(ep)]
+
+
+def _int(row: dict[str, str], key: str) -> int:
+    return int(float(row.get(key) or 0))
+
+
+def resolve(row: dict[str, str], config: dict[str, Any]) -> tuple[Role, Role, str] | None:
+    """The row's (prefill, decode, source) when every matching search-space entry describes one deployment."""
+    gpu = row["system"].removesuffix("_sxm")
+    concurrency_match = _CONCURRENCY.search(row.get("silicon_data_source") or "")
+    if concurrency_match is None:
+        return None
+    concurrency = int(concurrency_match.group(1))
+    found: set[tuple[Role, Role, bool]] = set()
+    sources: list[str] = []
+    for key, entry in config.items():
+        if not isinstance(entry, dict) or entry.get("framework") != FRAMEWORK or not entry.get("disagg"):
+            continue
+        if not str(entry.get("model", "")).startswith(row["model_path"]) or entry.get("precision") != row["precision"]:
+            continue
+        if str(entry.get("runner", "")).split("-")[0] != gpu:
+            continue
+        for lengths in entry.get("seq-len-configs") or []:
+            if (lengths.get("isl"), lengths.get("osl")) != (_int(row, "isl"), _int(row, "osl")):
+                continue
+            for space in lengths.get("search-space") or []:
+                if concurrency not in (space.get("conc-list") or []):
+                    continue
+                prefill, decode = _role(space["prefill"]), _role(space["decode"])
+                row_prefill_ep, row_decode_ep = _int(row, "prefill_moe_ep_size"), _int(row, "decode_moe_ep_size")
+                if (prefill[1], prefill[2], decode[1]) != (
+                    _int(row, "prefill_tp_size"),
+                    row_prefill_ep,
+                    _int(row, "decode_tp_size"),
+                ) or decode[2] not in (row_decode_ep, decode[2] if row_decode_ep == row_prefill_ep else None):
+                    continue
+                found.add((prefill, decode, bool(space.get("spec-decoding"))))
+                settings = space["prefill"].get("additional-settings") or []
+                sources.append(f"{key} {' '.join(str(s) for s in settings)}".strip())
+    if len(found) != 1:
+        return None
+    prefill, decode, speculative = found.pop()
+    if speculative or prefill[1] == 1 or decode[1] == 1:
+        return None
+    return prefill, decode, sources[0]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", required=True, type=Path, help="a clone of SemiAnalysisAI/InferenceX")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=DEPLOYMENT_SUPPLEMENT_PATH)
+    args = parser.parse_args(argv)
+    history = ConfigHistory(args.repo)
+    with args.data.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    out = []
+    candidates = 0
+    for row in rows:
+        if row["backend"] != "sglang" or row["mode"] != "disagg" or row["decode_num_workers"]:
+            continue
+        candidates += 1
+        when = measured_at(row.get("silicon_data_source") or "")
+        config = history.at(when) if when else None
+        if config is None:
+            continue
+        commit, parsed = config
+        resolved = resolve(row, parsed)
+        if resolved is None:
+            continue
+        prefill, decode, source = resolved
+        values = _encode(prefill) + _encode(decode)
+        recorded = dict(zip(DEPLOYMENT_COLUMNS, values, strict=True))
+        out.append({"id": row["id"], **recorded, "source": f"InferenceX@{commit[:9]} {source}"})
+    with args.out.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["id", *DEPLOYMENT_COLUMNS, "source"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(out)
+    print(f"resolved {len(out)} of {candidates} P/D rows without worker counts; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
