@@ -13,9 +13,9 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   attention heads do not split over its TP, runs SGLang's large-scale EP layout: attention-DP = EP = TP with
   DeepEP all-to-all.
 * **Workers.** A P/D row without prefill/decode worker counts takes its deployment (the ten P/D columns) from
-  a fully specified row of the same file with the same measurement — same backend, GPU, lengths,
-  concurrency, TTFT and TPOT to the last digit: the dumps file some runs twice, once under each DeepSeek
-  name — else from the shipped supplement ``catalog/data/silicon_deployments.csv`` (recovered from the
+  a fully specified row of the same file with the same measurement — same backend, model architecture, GPU,
+  lengths, concurrency, TTFT and TPOT to the last digit: the dumps file some runs twice, once under each
+  DeepSeek name — else from the shipped supplement ``catalog/data/silicon_deployments.csv`` (recovered from the
   benchmark configs InferenceX published, by ``bench/inferencex_deployments.py``), else one worker each, and
   the row is then not fully specified.
 * **Concurrency.** ``batch_size``; else the ``silicon_concurrency=`` of ``silicon_data_source``; else decode
@@ -154,13 +154,18 @@ def _lacks_workers(row: Mapping[str, str]) -> bool:
 
 
 def _measurement_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
-    """What identifies one run: two rows equal on it are the same measurement filed twice."""
+    """What identifies one run: two rows equal on it are the same measurement filed twice.
+
+    The model counts by architecture: the dumps file DeepSeek-R1 runs again as DeepSeek-V3.
+    """
     fields = ("backend", "system", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms")
     key = tuple((row.get(f) or "").strip() for f in fields)
     if not key[-1] or not key[-2]:
         return None
+    model_path = (row.get("model_path") or "").strip()
+    arch = find_model(model_path)
     try:
-        return (*key, str(concurrency_of(row)))
+        return (*key, str(concurrency_of(row)), arch.architecture if arch is not None else model_path)
     except UnpredictableConfig:
         return None
 
