@@ -212,6 +212,29 @@ def test_ttft_violated_in_pd_with_decode_slack_shifts_the_ratio() -> None:
     assert "same GPUs" in decision.reason
 
 
+def test_ttft_violated_in_pd_while_requests_wait_for_decode_slots_adds_decode_replicas() -> None:
+    request = scenario_request(disaggregation=Disaggregation.ALWAYS)
+    plan = make_plan(request, FakePredictor())
+    assert isinstance(plan, Plan)
+    decoders = plan.chosen.config.role(Role.DECODE)
+    assert decoders is not None
+    # A tenth of the prefill's requests wait (a P/D prefill worker batches its queue); decode's slots are full and
+    # seven waiting for one for every ten decoding: the first token waits for decode, not for prefill.
+    obs = observation(
+        group(Role.PREFILL, ttft_p99=4.6, tpot_p50=None, running=10, queued=1.0),
+        group(Role.DECODE, ttft_p99=4.6, tpot_p50=0.015, running=30, queued=21.0),
+    )
+    model = context(request=request, plan=plan, calibration=budget_spent())
+    decision = _decide(obs, applied(plan.chosen.config), model)
+    assert isinstance(decision.action, ScaleReplicas) and decision.action.role is Role.DECODE
+    assert decision.action.to_replicas > decoders.replicas
+    assert "decode replicas" in decision.reason
+    # The same window with the decode queue empty: the prefill's share is the larger, prefill is what to add.
+    quiet_decode = observation(obs.groups[0], replace(obs.groups[1], queued_requests=0.0))
+    prefill_step = _decide(quiet_decode, applied(plan.chosen.config), model)
+    assert isinstance(prefill_step.action, ScaleReplicas) and prefill_step.action.role is Role.PREFILL
+
+
 def test_sustained_slack_removes_replicas() -> None:
     # Five replicas would meet every SLO with the band to spare, but their ~20 requests in flight each would
     # reach the cap of 32 at their Poisson peaks (20 + 3√20): six is as far as one step goes.

@@ -76,7 +76,7 @@ from frontier_operator.tuning.steps import (
     shift_ratio,
 )
 from frontier_operator.tuning.structure import decoding_role, latency_role, same_structure, with_replicas
-from frontier_operator.tuning.workload import demand, serving_group, variant_workload
+from frontier_operator.tuning.workload import demand, queue_free, queued_share, serving_group, variant_workload
 
 
 def decide(
@@ -316,10 +316,10 @@ def _remedy(s: Situation) -> Proposal:
         role = tokens_role
         attempts = [lambda: batch_cap_down(s), lambda: shift_ratio(s, Role.DECODE), lambda: scale_up(s, role)]
     elif any(x.bound.metric is SloMetric.TTFT for x in violated):
-        role = latency_role(s.config, metric_is_ttft=True)
+        role = _ttft_role(s)
         attempts = [
             (lambda: batch_cap_up(s)) if not s.config.disaggregated else (lambda: None),
-            lambda: shift_ratio(s, Role.PREFILL),
+            lambda: shift_ratio(s, role),
             lambda: scale_up(s, role),
         ]
     else:
@@ -340,6 +340,24 @@ def _remedy(s: Situation) -> Proposal:
             f"{s.pool.name}, and no batch-cap or P:D change is predicted to help",
         )
     return Proposal(NoAction(Hold.NO_REMEDY), f"{what}, and no step is predicted to help")
+
+
+def _ttft_role(s: Situation) -> Role:
+    """The role whose queue holds the first token: prefill's in P/D, unless decode's queues hold a larger share of
+    its running requests (and more than a trace) — then prefilled requests wait for decode slots (SGLang's
+    pre-allocation queue), and only decode replicas shorten the wait. Kimi-K2.5 on the perturbed truth: 2,400
+    requests decoding at the slot limit and up to 2,900 waiting for a slot, against 10 of 95 waiting for prefill
+    (its usual share: a P/D prefill worker batches its queue); six prefill steps (3 → 14 replicas) left p99 TTFT
+    at 80-99 s of 30 s.
+    """
+    role = latency_role(s.config, metric_is_ttft=True)
+    if role is not Role.PREFILL or queue_free(s.group(Role.DECODE)):
+        return role
+    decode_share = queued_share(s.group(Role.DECODE))
+    prefill_share = queued_share(s.group(Role.PREFILL))
+    if decode_share is not None and (prefill_share is None or decode_share > prefill_share):
+        return Role.DECODE
+    return role
 
 
 def _beyond_in_place(s: Situation, role: Role) -> bool:

@@ -53,11 +53,17 @@ def queue_exceeds_running(group: GroupObservation | None) -> bool:
 QUEUE_FREE_SHARE = 0.1
 
 
+def queued_share(group: GroupObservation | None) -> float | None:
+    """Requests waiting in the group's queues per request running (None: not reported)."""
+    if group is None or group.queued_requests is None or group.running_requests is None:
+        return None
+    return group.queued_requests / max(group.running_requests, 1.0)
+
+
 def queue_free(group: GroupObservation | None) -> bool:
     """The group's queues were (nearly) empty over the window: its latency is its engine's, not a backlog's."""
-    if group is None or group.queued_requests is None or group.running_requests is None:
-        return False
-    return group.queued_requests <= QUEUE_FREE_SHARE * max(group.running_requests, 1.0)
+    share = queued_share(group)
+    return share is not None and share <= QUEUE_FREE_SHARE
 
 
 def role_saturated(group: GroupObservation | None, window_s: float) -> bool:
