@@ -179,17 +179,19 @@ def complete_deployments(
     """
     twins: dict[tuple[str, ...], list[dict[str, str]]] = {}
     for row in rows:
-        key = _measurement_key(row)
-        if key is not None and _is_disagg(row) and not _lacks_workers(row):
+        if _is_disagg(row) and not _lacks_workers(row) and (key := _measurement_key(row)) is not None:
             twins.setdefault(key, []).append(row)
     out = []
     for row in rows:
-        key = _measurement_key(row) if _lacks_workers(row) else None
+        if not _lacks_workers(row):
+            out.append(row)
+            continue
+        key = _measurement_key(row)
         found = twins.get(key, []) if key is not None else []
         recorded: Mapping[str, str]
         if len({tuple(twin.get(c, "") for c in DEPLOYMENT_COLUMNS) for twin in found}) == 1:
             source, recorded = f"twin {found[0].get('id', '')}", found[0]
-        elif _lacks_workers(row) and row.get("id", "") in supplement:
+        elif row.get("id", "") in supplement:
             recorded = supplement[row["id"]]
             source = recorded.get("source") or "supplement"
         else:

@@ -41,23 +41,22 @@ def serving_group(observation: Observation, variant: Variant) -> GroupObservatio
 SATURATED_QUEUE_WINDOWS = 0.25
 
 
-def queue_exceeds_running(group: GroupObservation | None) -> bool:
-    """More requests wait in the group's queues than run on it."""
-    if group is None or group.queued_requests is None or group.running_requests is None:
-        return False
-    return group.queued_requests > max(group.running_requests, 1.0)
-
-
-# A window whose queues hold at most this share of the requests running is free of queueing: no overload explains
-# its latency, however far it is from the model's.
-QUEUE_FREE_SHARE = 0.1
-
-
 def queued_share(group: GroupObservation | None) -> float | None:
     """Requests waiting in the group's queues per request running (None: not reported)."""
     if group is None or group.queued_requests is None or group.running_requests is None:
         return None
     return group.queued_requests / max(group.running_requests, 1.0)
+
+
+def queue_exceeds_running(group: GroupObservation | None) -> bool:
+    """More requests wait in the group's queues than run on it."""
+    share = queued_share(group)
+    return share is not None and share > 1.0
+
+
+# A window whose queues hold at most this share of the requests running is free of queueing: no overload explains
+# its latency, however far it is from the model's.
+QUEUE_FREE_SHARE = 0.1
 
 
 def queue_free(group: GroupObservation | None) -> bool:
