@@ -18,6 +18,11 @@ Two stricter / looser views are reported next to the headline:
   whole architecture shows how the model does on an unseen architecture.
 * in-sample: the full fit predicting its own rows (how much of the error is the model, how much the data).
 
+And the file's own repeatability: where one setup (model architecture, GPU, deployment, lengths,
+concurrency) was measured more than once with different results, each result is "predicted" by the geometric
+mean of the setup's other results — the error a perfect replay of another run would have — next to the
+model's leave-one-model-out error on the same rows.
+
 Usage: python bench/accuracy.py [--out bench/results/accuracy.json] [--data CSV] [--workers N]
 Writes JSON and prints one summary line.
 """
@@ -230,6 +235,53 @@ def grouped(outcomes: Sequence[Outcome], key: str) -> dict[str, dict[str, float 
     return {label: summarise(group) for label, group in sorted(groups.items())}
 
 
+def _setup_key(case: SiliconCase) -> tuple[object, ...]:
+    """What a measurement measured, by architecture (the dumps file DeepSeek-R1 runs again as DeepSeek-V3)."""
+    return (architecture_key(case), case.gpu.name, case.config.roles, case.workload, case.concurrency)
+
+
+def repeatability(outcomes: Sequence[Outcome]) -> dict[str, object]:
+    """How far repeated measurements of one fully specified setup disagree, against the model on the same rows.
+
+    Results equal to six significant digits are one measurement filed twice (R1 and V3 twins), not a repeat.
+    """
+    groups: dict[tuple[object, ...], list[tuple[Outcome, tuple[float, float]]]] = {}
+    for outcome in outcomes:
+        case = outcome.row.case
+        if case is None or not case.fully_specified or not case.measured_ttft_ms or not case.measured_tpot_ms:
+            continue
+        result = (float(f"{case.measured_ttft_ms:.6g}"), float(f"{case.measured_tpot_ms:.6g}"))
+        groups.setdefault(_setup_key(case), []).append((outcome, result))
+    replay: dict[str, list[float]] = {"ttft": [], "tpot": []}
+    model: dict[str, list[float]] = {"ttft": [], "tpot": []}
+    repeated = 0
+    for members in groups.values():
+        distinct = {result for _, result in members}
+        if len(distinct) < 2:
+            continue
+        repeated += 1
+        for outcome, result in members:
+            others = [other for other in distinct if other != result]
+            for index, metric in enumerate(("ttft", "tpot")):
+                replayed = math.exp(statistics.fmean(math.log(other[index]) for other in others))
+                replay[metric].append(abs(replayed - result[index]) / result[index])
+            if outcome.ttft_ape is not None and outcome.tpot_ape is not None:
+                model["ttft"].append(outcome.ttft_ape)
+                model["tpot"].append(outcome.tpot_ape)
+
+    def median(values: list[float]) -> float | None:
+        return statistics.median(values) if values else None
+
+    return {
+        "setups_measured_more_than_once": repeated,
+        "rows": len(replay["ttft"]),
+        "replay_median_ttft_ape": median(replay["ttft"]),
+        "replay_median_tpot_ape": median(replay["tpot"]),
+        "model_median_ttft_ape": median(model["ttft"]),
+        "model_median_tpot_ape": median(model["tpot"]),
+    }
+
+
 def report(outcomes: Sequence[Outcome]) -> dict[str, object]:
     specified = [o for o in outcomes if o.row.case is not None and o.row.case.fully_specified]
     return {
@@ -281,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "leave_one_model_out": report(lomo),
         "leave_one_architecture_out": report(loao),
         "in_sample": report(in_sample),
+        "repeatability": repeatability(lomo),
         "unpredictable_reasons": _reasons(lomo),
         "held_out_margins": margin_data(usable, lomo_refits),
         "rows_leave_one_model_out": [_row_record(o) for o in lomo],

@@ -106,6 +106,19 @@ def test_a_violation_the_calibrated_model_confirms_is_acted_on_at_once() -> None
     assert not isinstance(decision.action, NoAction), decision
 
 
+def test_a_violation_behind_a_queue_for_decoding_slots_is_not_absorbed_by_the_error_budget() -> None:
+    # The same window, with 20 requests waiting per 115 running: a queue, not a burst; it grows until acted on.
+    # A trace of a queue (5 per 115) is still a burst's.
+    queued = decide(
+        observation(group(ttft_p99=8.0, queued=20.0)), applied(), context(calibration=_ledger(0)), POLICY, NOW
+    )
+    assert not isinstance(queued.action, NoAction), queued
+    trace = decide(
+        observation(group(ttft_p99=8.0, queued=5.0)), applied(), context(calibration=_ledger(0)), POLICY, NOW
+    )
+    assert _hold(trace) is Hold.ERROR_BUDGET
+
+
 def test_confirmation_asks_the_model_at_todays_request_shapes_not_one_windows() -> None:
     # The window's requests had twice the usual output (a few long ones finished in it): at that workload the
     # model predicts the fleet over 40 ms, at the shapes smoothed over thirty windows it does not.

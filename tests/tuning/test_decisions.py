@@ -192,6 +192,17 @@ def test_ttft_violated_behind_a_binding_cap_with_tpot_slack_raises_the_cap() -> 
     assert "the cap binds" in decision.reason
 
 
+def test_ttft_violated_where_the_in_flight_peaks_reach_the_cap_raises_the_cap() -> None:
+    # 24 running per replica at cap 32 and no mean queue: the in-flight count's peaks (24 + 3·√24 ≈ 39) pass
+    # the cap, so bursts queue behind it. At 12 running (peaks ≈ 22, under 32 less the band) the cap is clear.
+    decision = _decide(observation(group(ttft_p99=4.6, tpot_p50=0.025, running=24 * 5, queued=0)))
+    assert isinstance(decision.action, SetBatchCap), decision
+    assert decision.action.from_cap == 32 and 32 < decision.action.to_cap <= 64
+    assert "peaks reach the cap (about 39 per replica" in decision.reason
+    clear = _decide(observation(group(ttft_p99=4.6, tpot_p50=0.025, running=12 * 5, queued=0)))
+    assert isinstance(clear.action, ScaleReplicas), clear
+
+
 def test_ttft_violated_without_queueing_adds_replicas_within_the_step() -> None:
     decision = _decide(observation(group(ttft_p99=4.6)))
     assert isinstance(decision.action, ScaleReplicas)

@@ -76,7 +76,13 @@ from frontier_operator.tuning.steps import (
     shift_ratio,
 )
 from frontier_operator.tuning.structure import decoding_role, latency_role, same_structure, with_replicas
-from frontier_operator.tuning.workload import demand, queue_free, queued_share, serving_group, variant_workload
+from frontier_operator.tuning.workload import (
+    demand,
+    queue_visible,
+    queued_share,
+    serving_group,
+    variant_workload,
+)
 
 
 def decide(
@@ -277,9 +283,15 @@ def _within_budget(s: Situation) -> Decision | None:
     count), on a fleet that is not saturated, is a burst or a percentile's sampling noise until the windows say
     otherwise: the goal forgives one window in twenty (`budget.WINDOW_GOAL`), and a fleet that spends more than
     that is acted on at its next miss, however small (`tuning.budget`).
+
+    Not while requests wait for a decoding slot over the window (its queues hold more than a trace of its running
+    requests): a burst passes within seconds, while a queue behind the slots is the miss's cause, visible in the
+    window, and grows until a step removes it. Kimi-K2.5 held three windows on the budget while its decode queue
+    grew from 871 to 1,456 requests. (The in-flight count's peaks reaching the cap are no such sign: a cap set
+    at the SLO's knee is reached at peaks by design.)
     """
     smoothed = s.predict_absolute(s.config, s.steady_workload, typical=True)
-    if smoothed is None or s.saturated_fleet:
+    if smoothed is None or s.saturated_fleet or queue_visible(s.group(decoding_role(s.config))):
         return None
     confirmed = (
         item.violated and not predicted <= item.bound.limit_s
@@ -318,7 +330,7 @@ def _remedy(s: Situation) -> Proposal:
     elif any(x.bound.metric is SloMetric.TTFT for x in violated):
         role = _ttft_role(s)
         attempts = [
-            (lambda: batch_cap_up(s)) if not s.config.disaggregated else (lambda: None),
+            (lambda: batch_cap_up(s, at_peaks=True)) if not s.config.disaggregated else (lambda: None),
             lambda: shift_ratio(s, role),
             lambda: scale_up(s, role),
         ]
@@ -351,7 +363,7 @@ def _ttft_role(s: Situation) -> Role:
     at 80-99 s of 30 s.
     """
     role = latency_role(s.config, metric_is_ttft=True)
-    if role is not Role.PREFILL or queue_free(s.group(Role.DECODE)):
+    if role is not Role.PREFILL or not queue_visible(s.group(Role.DECODE)):
         return role
     decode_share = queued_share(s.group(Role.DECODE))
     prefill_share = queued_share(s.group(Role.PREFILL))

@@ -65,6 +65,12 @@ def queue_free(group: GroupObservation | None) -> bool:
     return share is not None and share <= QUEUE_FREE_SHARE
 
 
+def queue_visible(group: GroupObservation | None) -> bool:
+    """The group's queues held more than a trace of its running requests over the window (unknown: not visible)."""
+    share = queued_share(group)
+    return share is not None and share > QUEUE_FREE_SHARE
+
+
 def role_saturated(group: GroupObservation | None, window_s: float) -> bool:
     """The role serves at its limit and its queue grows: more requests wait than run, and they wait minutes.
 

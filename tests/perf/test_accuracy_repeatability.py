@@ -1,0 +1,67 @@
+"""bench/accuracy.py's repeatability view: how far repeated measurements of one setup disagree."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from frontier_operator.perf.silicon import SCHEMA_COLUMNS, parse_row
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "accuracy.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("accuracy_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(model: str, ttft_ms: str, tpot_ms: str, batch: str = "16") -> dict[str, str]:
+    row = dict.fromkeys(SCHEMA_COLUMNS, "")
+    row.update(
+        backend="sglang",
+        model_path=model,
+        system="h200_sxm",
+        precision="fp8",
+        mode="agg",
+        isl="1024",
+        osl="1024",
+        batch_size=batch,
+        tp_size="8",
+        silicon_ttft_ms=ttft_ms,
+        silicon_tpot_ms=tpot_ms,
+    )
+    return row
+
+
+def test_repeats_are_replayed_by_the_other_runs_and_twins_are_not_repeats() -> None:
+    accuracy = _bench()
+
+    def outcome(row: dict[str, str], ttft_ape: float, tpot_ape: float) -> object:
+        case = parse_row(row)
+        row_record = accuracy.Row(0, row["model_path"], "h200_sxm", "agg", case, None)
+        return accuracy.Outcome(row_record, ttft_ape, tpot_ape, None)
+
+    outcomes = [
+        # One setup run twice (200 and 250 ms), and the first run filed again under DeepSeek-V3's name.
+        outcome(_row("deepseek-ai/DeepSeek-R1", "200", "10"), 0.1, 0.05),
+        outcome(_row("deepseek-ai/DeepSeek-V3", "200.0000001", "10"), 0.1, 0.05),
+        outcome(_row("deepseek-ai/DeepSeek-R1", "250", "12.5"), 0.3, 0.15),
+        # Measured once: not a repeat.
+        outcome(_row("deepseek-ai/DeepSeek-R1", "400", "20", batch="64"), 0.9, 0.9),
+    ]
+    view = accuracy.repeatability(outcomes)
+    assert view["setups_measured_more_than_once"] == 1
+    assert view["rows"] == 3
+    # 200 replayed by 250 (+25 %, twice), 250 replayed by 200 (−20 %): median 25 %; the model's median is 10 %.
+    assert view["replay_median_ttft_ape"] == pytest.approx(0.25)
+    assert view["replay_median_tpot_ape"] == pytest.approx(0.25)
+    assert view["model_median_ttft_ape"] == pytest.approx(0.1)
+    assert view["model_median_tpot_ape"] == pytest.approx(0.05)
