@@ -488,15 +488,6 @@ def batch_cap_down(s: Situation) -> Proposal | None:
     return None
 
 
-def cap_reached_at_peaks(s: Situation) -> bool:
-    """The decoding role's in-flight count (running and queued per replica) peaks within the band of its cap."""
-    load = _decode_load(s)
-    if load is None:
-        return False
-    _, worker, _, batch, queued = load
-    return not _clear_of_peaks(batch + (queued or 0.0), worker.max_running_requests, s.policy.hysteresis)
-
-
 def batch_cap_up(s: Situation, *, at_peaks: bool = False) -> Proposal | None:
     """Raise the cap when it binds — requests queue behind it, or (`at_peaks`) the peaks of the in-flight count
     reach it — and per-token latency has the full band of slack.
@@ -517,7 +508,7 @@ def batch_cap_up(s: Situation, *, at_peaks: bool = False) -> Proposal | None:
     cap = worker.max_running_requests
     queueing = queued is not None and queued >= 1.0 and batch >= CAP_BINDING * cap
     in_flight = batch + (queued or 0.0)
-    if not queueing and not (at_peaks and cap_reached_at_peaks(s)):
+    if not queueing and (not at_peaks or _clear_of_peaks(in_flight, cap, s.policy.hysteresis)):
         return None
     group = s.group(role)
     if group is not None and group.kv_usage is not None and group.kv_usage >= KV_NEARLY_FULL:
