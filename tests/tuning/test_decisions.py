@@ -276,6 +276,23 @@ def test_rising_traffic_adds_replicas_before_the_limit_is_reached() -> None:
     assert "projected at p50 TPOT 38.73 ms" in early.reason
 
 
+def test_rising_traffic_raises_the_cap_its_in_flight_peaks_would_reach() -> None:
+    # 20 running per replica at cap 32, the SLO met with slack: the peaks (20 + 3·√20 ≈ 33) already pass the
+    # cap less the band, yet with flat traffic a larger batch is not tried. Rising to 4.35 requests/s within a
+    # step's lead, they reach about 36: the cap goes up first, as a missed first token would have it go.
+    busy = observation(group(tpot_p50=0.02, running=20 * 5))
+    flat = _decide(busy, model=_rising_from(4.0))
+    assert not isinstance(flat.action, SetBatchCap), flat
+    decision = _decide(busy, model=_rising_from(3.0))
+    assert isinstance(decision.action, SetBatchCap), decision
+    assert decision.action.from_cap == 32 and 32 < decision.action.to_cap <= 64
+    assert decision.reason.startswith("traffic rising at 4.35 requests/s (now 4")
+    assert "peaks there reach the cap (about 36 per replica, 22 on average)" in decision.reason
+    # Half as many in flight: their peaks at the rate ahead stay clear of the cap.
+    clear = _decide(observation(group(tpot_p50=0.02, running=10 * 5)), model=_rising_from(3.0))
+    assert not isinstance(clear.action, SetBatchCap), clear
+
+
 def test_the_cooldown_after_a_rollback_holds_no_replicas_ahead_of_rising_traffic() -> None:
     near_aim = observation(group(tpot_p50=0.031))  # 38.73 ms at the rate the rise reaches
     rolled_back = applied(history=(ChangeRecord(NOW - 120, ChangeKind.ROLLBACK),))
@@ -533,6 +550,26 @@ def test_a_canary_whose_full_fleet_would_run_within_the_models_error_of_its_capa
     decision = _decide(_pair(DEAR, CHEAP), state)
     assert decision.action == RollbackCanary("rev-canary", RollbackCause.SLO_BREACH)
     assert "projected to miss capacity (4.37 requests/s for 4 with a 10% margin)" in decision.reason
+
+
+def test_a_canary_is_judged_on_a_window_that_began_once_its_slowest_requests_could_finish() -> None:
+    # With a minimum duration as long as the window, the first window it allows began as the canary got ready,
+    # its batch still filling (and decoding fast): its promotion is held while the window began within a p99
+    # end-to-end latency of that, and given on the same figures once it begins later.
+    policy = replace(POLICY, canary_min_duration_s=WINDOW_S)
+    pair = _pair(DEAR, CHEAP, rate=3.6)
+    canary_group = next(g for g in pair.groups if g.variant is Variant.CANARY)
+    assert canary_group.e2e is not None
+    slowest = canary_group.e2e.p99
+    filling = applied(DEAR, canary=_canary(CHEAP, ready_for_s=WINDOW_S + slowest / 2))
+    held = _decide(pair, filling, policy=policy)
+    assert _hold(held) is Hold.CANARY_COMPARING and "still filling" in held.reason
+    filled = applied(DEAR, canary=_canary(CHEAP, ready_for_s=WINDOW_S + slowest * 1.5))
+    assert _decide(pair, filled, policy=policy).action == PromoteCanary("rev-canary")
+    # A filling canary's window flatters it: a rollback on it stands.
+    dearer = applied(CHEAP, canary=_canary(DEAR, ready_for_s=WINDOW_S + slowest / 2))
+    rolled = _decide(_pair(CHEAP, DEAR), dearer, policy=policy)
+    assert rolled.action == RollbackCanary("rev-canary", RollbackCause.NOT_CHEAPER)
 
 
 def test_a_canary_is_compared_for_the_minimum_duration_first() -> None:

@@ -67,6 +67,7 @@ from frontier_operator.tuning.state import AppliedState, CanaryState, ChangeKind
 from frontier_operator.tuning.steps import (
     batch_cap_down,
     batch_cap_up,
+    cap_ahead,
     describe_violation,
     replicas_reach_within_budget,
     rise_outlasting_a_canary,
@@ -156,7 +157,7 @@ def decide(
     image = image_canary(s)
     if image is not None:
         return s.decision(image)
-    ahead = scale_ahead(s)
+    ahead = scale_ahead(s) or cap_ahead(s)
     if ahead is not None:
         return s.decision(ahead)
     if not all(x.slack(policy.hysteresis) for x in standing):

@@ -488,16 +488,37 @@ def batch_cap_down(s: Situation) -> Proposal | None:
     return None
 
 
-def batch_cap_up(s: Situation, *, at_peaks: bool = False) -> Proposal | None:
-    """Raise the cap when it binds — requests queue behind it, or (`at_peaks`) the peaks of the in-flight count
-    reach it — and per-token latency has the full band of slack.
+def cap_ahead(s: Situation) -> Proposal | None:
+    """Raise the cap for the in-flight peaks rising traffic brings within a step's lead (`batch_cap_up`'s peaks
+    test at the rate the trend reaches), when per-token latency keeps the band at the raised cap.
+
+    `scale_ahead` reads a rise in the projected latencies, which a cap the peaks reach does not show until its
+    bursts queue: DeepSeek-R1 on one H200 replica at cap 24 met its p99 TTFT (1.1-2.1 s of 5 s) while the
+    afternoon rise carried its peaks past the cap, then missed it at 8.8 s, and the raise, once a window had
+    missed, came three windows late. With flat traffic the cap is not raised for its peaks (`batch_cap_up`).
+    """
+    if s.config.disaggregated:
+        return None  # a P/D fleet's first token comes from prefill, not from a decode slot (as in `_remedy`)
+    lead_s = s.policy.window_s + s.policy.cooldown_s
+    rise = s.rise_over(lead_s)
+    if rise <= 1.0:
+        return None
+    proposal = batch_cap_up(s, at_peaks=True, rise=rise)
+    if proposal is None:
+        return None
+    return Proposal(proposal.action, f"traffic rising{_rising_note(s, lead_s)}: {proposal.reason}")
+
+
+def batch_cap_up(s: Situation, *, at_peaks: bool = False, rise: float = 1.0) -> Proposal | None:
+    """Raise the cap when it binds — requests queue behind it, or (`at_peaks`) the peaks of the in-flight count,
+    at the rate `rise` times today's, reach it — and per-token latency has the full band of slack.
 
     The peaks explain a missed first token before any mean queue shows: a cap that the peaks reach queues the
     requests of every burst (DeepSeek-R1 on the H200 table at cap 24 on one replica: 18 requests in flight at
     5:30 of a diurnal day, peaks of 31; the p99 TTFT went 1.1 s → 8.8 s of 5 s within fifteen minutes). Only
-    for a TTFT the window shows missed: with the SLO met, a larger batch is a point the model has not been
-    shown — Qwen3-32B on the H100 table raised cap 64 → 128 for peaks of 60 and its TTFT went 0.2 → 2 s, the
-    measured runs' TTFT at 128 clients.
+    for a TTFT the window shows missed, or for rising traffic (`cap_ahead`): with the SLO met at a steady rate,
+    a larger batch is a point the model has not been shown — Qwen3-32B on the H100 table raised cap 64 → 128
+    for peaks of 60 and its TTFT went 0.2 → 2 s, the measured runs' TTFT at 128 clients.
     """
     if not _all_slack(_per_token(s), s.policy.hysteresis):
         return None
@@ -507,7 +528,7 @@ def batch_cap_up(s: Situation, *, at_peaks: bool = False) -> Proposal | None:
     role, worker, _, batch, queued = load
     cap = worker.max_running_requests
     queueing = queued is not None and queued >= 1.0 and batch >= CAP_BINDING * cap
-    in_flight = batch + (queued or 0.0)
+    in_flight = (batch + (queued or 0.0)) * rise
     if not queueing and (not at_peaks or _clear_of_peaks(in_flight, cap, s.policy.hysteresis)):
         return None
     group = s.group(role)
@@ -518,8 +539,8 @@ def batch_cap_up(s: Situation, *, at_peaks: bool = False) -> Proposal | None:
     binding = (
         f"the cap binds ({batch:.0f} running, {queued or 0.0:.1f} queued per replica)"
         if queueing
-        else f"the in-flight count's peaks reach the cap (about {_peak(in_flight):.0f} per replica, "
-        f"{in_flight:.0f} on average)"
+        else f"the in-flight count's peaks {'there ' if rise > 1.0 else ''}reach the cap (about "
+        f"{_peak(in_flight):.0f} per replica, {in_flight:.0f} on average)"
     )
     for candidate in sorted((c for c in _ladder(worker) if cap < c <= ceiling), reverse=True):
         # A queue fills whatever cap it is given; peaks without a queue reach the raised cap only as far as they go.
