@@ -105,6 +105,11 @@ def _clears(
     return prediction is not None and s.forecaster.carries(prediction, offered, s.policy.capacity_headroom)
 
 
+def _step_lead_s(s: Situation) -> float:
+    """How far ahead a step taken for rising traffic looks: a window for the need to show, a cooldown to serve."""
+    return s.policy.window_s + s.policy.cooldown_s
+
+
 def scale_ahead(s: Situation) -> Proposal | None:
     """Replicas for the rate rising traffic reaches by the time a step would serve, when the fleet in force is
     projected over a limit there.
@@ -116,7 +121,7 @@ def scale_ahead(s: Situation) -> Proposal | None:
     itself, half the band under every limit: GLM-5's fleet, projected at up to 1.96 s against 2 s at the rate ahead,
     missed three windows by 0.5-3.3 % on the way up.
     """
-    lead_s = s.policy.window_s + s.policy.cooldown_s
+    lead_s = _step_lead_s(s)
     past = _rise_past_aim(s, lead_s)
     if past is None:
         return None
@@ -499,7 +504,7 @@ def cap_ahead(s: Situation) -> Proposal | None:
     """
     if s.config.disaggregated:
         return None  # a P/D fleet's first token comes from prefill, not from a decode slot (as in `_remedy`)
-    lead_s = s.policy.window_s + s.policy.cooldown_s
+    lead_s = _step_lead_s(s)
     rise = s.rise_over(lead_s)
     if rise <= 1.0:
         return None
