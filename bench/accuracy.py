@@ -55,8 +55,12 @@ from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_SUPPLEMENT_PATH,
     SiliconCase,
+    alternatives_of,
     complete_deployments,
+    describe_alternatives,
     parse_row,
+    predict_case,
+    read_deployment_alternatives,
     read_deployment_supplement,
     read_rows,
 )
@@ -91,15 +95,17 @@ class Outcome:
 
 def load(path: Path) -> list[Row]:
     out = []
+    published = read_deployment_alternatives()
     for index, raw in enumerate(complete_deployments(read_rows(path), read_deployment_supplement())):
         if (raw.get("backend") or "").strip().lower() != BACKEND:
             continue
         model = (raw.get("model_path") or "").strip()
         gpu = (raw.get("system") or "").strip()
         mode = (raw.get("mode") or "").strip()
-        deployment = raw.get("deployment_source", "")
+        alternatives = alternatives_of(raw, published)
+        deployment = describe_alternatives(alternatives) if alternatives else raw.get("deployment_source", "")
         try:
-            out.append(Row(index, model, gpu, mode, parse_row(raw), None, deployment))
+            out.append(Row(index, model, gpu, mode, parse_row(raw, alternatives), None, deployment))
         except UnpredictableConfig as error:
             out.append(Row(index, model, gpu, mode, None, error.reason, deployment))
     return out
@@ -180,7 +186,7 @@ def evaluate(model: PerformanceModel, rows: Iterable[Row]) -> list[Outcome]:
             continue
         case = row.case
         try:
-            p = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+            ttft_s, tpot_s = predict_case(model, case)
         except UnpredictableConfig as error:
             out.append(Outcome(row, None, None, error.reason))
             continue
@@ -190,7 +196,7 @@ def evaluate(model: PerformanceModel, rows: Iterable[Row]) -> list[Outcome]:
                 return None
             return abs(predicted_s * 1e3 - measured_ms) / measured_ms
 
-        out.append(Outcome(row, ape(p.ttft_s, case.measured_ttft_ms), ape(p.tpot_s, case.measured_tpot_ms), None))
+        out.append(Outcome(row, ape(ttft_s, case.measured_ttft_ms), ape(tpot_s, case.measured_tpot_ms), None))
     return out
 
 
@@ -226,7 +232,9 @@ def grouped(outcomes: Sequence[Outcome], key: str) -> dict[str, dict[str, float 
             "model_gpu": f"{outcome.row.model} @ {outcome.row.gpu}",
             "mode": outcome.row.mode,
         }[key]
-        if key == "mode" and outcome.row.case is not None and not outcome.row.case.fully_specified:
+        if key == "mode" and outcome.row.case is not None and outcome.row.case.alternatives:
+            label += " (worker counts missing, predicted over InferenceX's published alternatives)"
+        elif key == "mode" and outcome.row.case is not None and not outcome.row.case.fully_specified:
             label += " (worker counts missing)"
         elif key == "mode" and outcome.row.deployment:
             twin = outcome.row.deployment.startswith("twin")

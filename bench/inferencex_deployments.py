@@ -20,7 +20,14 @@ columns in the CSV's own encoding (an attention-DP worker of N GPUs is tp 1 × a
 source (InferenceX commit, config key, recipe file). The package ships that file; `perf.silicon`
 prefers a fully specified twin of the same measurement inside the CSV and falls back on it.
 
+A row that the entries do not resolve — several deployments swept through its concurrency, or one run with
+MTP — is not completed, but what InferenceX published for it is still a fact: the script writes every such
+deployment, one line each, to catalog/data/silicon_deployment_alternatives.csv (the same columns, plus
+``speculative_decoding``). `frontier predict` predicts such a row as each of its alternatives and reports their
+geometric mean; the fit never uses it (it does not say which one ran).
+
 Usage: python bench/inferencex_deployments.py --repo PATH_TO_INFERENCEX_CLONE [--data CSV] [--out CSV]
+       [--alternatives-out CSV]
 Needs a clone of SemiAnalysisAI/InferenceX (the output shipped was made from commit 843c6254f).
 """
 
@@ -39,7 +46,11 @@ from typing import Any
 
 import yaml
 
-from frontier_operator.perf.silicon import DEPLOYMENT_COLUMNS, DEPLOYMENT_SUPPLEMENT_PATH
+from frontier_operator.perf.silicon import (
+    DEPLOYMENT_ALTERNATIVES_PATH,
+    DEPLOYMENT_COLUMNS,
+    DEPLOYMENT_SUPPLEMENT_PATH,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "silicon" / "silicon_measurements.csv"
@@ -116,15 +127,18 @@ def _int(row: dict[str, str], key: str) -> int:
     return int(float(row.get(key) or 0))
 
 
-def resolve(row: dict[str, str], config: dict[str, Any]) -> tuple[Role, Role, str] | None:
-    """The row's (prefill, decode, source) when every matching search-space entry describes one deployment."""
+# A deployment InferenceX ran at a row's point: (prefill, decode, speculative decoding, source).
+Published = tuple[Role, Role, bool, str]
+
+
+def published(row: dict[str, str], config: dict[str, Any]) -> list[Published]:
+    """Every distinct deployment of the config's search-space entries that matches the row, in config order."""
     gpu = row["system"].removesuffix("_sxm")
     concurrency_match = _CONCURRENCY.search(row.get("silicon_data_source") or "")
     if concurrency_match is None:
-        return None
+        return []
     concurrency = int(concurrency_match.group(1))
-    found: set[tuple[Role, Role, bool]] = set()
-    sources: list[str] = []
+    found: dict[tuple[Role, Role, bool], str] = {}
     for key, entry in config.items():
         if not isinstance(entry, dict) or entry.get("framework") != FRAMEWORK or not entry.get("disagg"):
             continue
@@ -146,15 +160,41 @@ def resolve(row: dict[str, str], config: dict[str, Any]) -> tuple[Role, Role, st
                     _int(row, "decode_tp_size"),
                 ) or decode[2] not in (row_decode_ep, decode[2] if row_decode_ep == row_prefill_ep else None):
                     continue
-                found.add((prefill, decode, bool(space.get("spec-decoding"))))
                 settings = space["prefill"].get("additional-settings") or []
-                sources.append(f"{key} {' '.join(str(s) for s in settings)}".strip())
-    if len(found) != 1:
+                source = f"{key} {' '.join(str(s) for s in settings)}".strip()
+                found.setdefault((prefill, decode, bool(space.get("spec-decoding"))), source)
+    return [(prefill, decode, speculative, source) for (prefill, decode, speculative), source in found.items()]
+
+
+def _states_layout(deployment: Published) -> bool:
+    # Early GB200 entries say TP 1 and leave the layout to a recipe file: they describe no deployment.
+    prefill, decode, _, _ = deployment
+    return prefill[1] > 1 and decode[1] > 1
+
+
+def resolve(row: dict[str, str], config: dict[str, Any]) -> tuple[Role, Role, str] | None:
+    """The row's (prefill, decode, source) when every matching search-space entry describes one deployment,
+    without speculative decoding."""
+    found = published(row, config)
+    if len(found) != 1 or found[0][2] or not _states_layout(found[0]):
         return None
-    prefill, decode, speculative = found.pop()
-    if speculative or prefill[1] == 1 or decode[1] == 1:
-        return None
-    return prefill, decode, sources[0]
+    prefill, decode, _, source = found[0]
+    return prefill, decode, source
+
+
+def alternatives(row: dict[str, str], config: dict[str, Any]) -> list[Published]:
+    """What InferenceX ran at an unresolved row's point: every matching deployment that states its layout;
+    empty when the row is resolved or nothing matches."""
+    if resolve(row, config) is not None:
+        return []
+    return [deployment for deployment in published(row, config) if _states_layout(deployment)]
+
+
+def _write(path: Path, fieldnames: list[str], rows: list[dict[str, str]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fieldnames, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,11 +202,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repo", required=True, type=Path, help="a clone of SemiAnalysisAI/InferenceX")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=DEPLOYMENT_SUPPLEMENT_PATH)
+    parser.add_argument("--alternatives-out", type=Path, default=DEPLOYMENT_ALTERNATIVES_PATH)
     args = parser.parse_args(argv)
     history = ConfigHistory(args.repo)
     with args.data.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    out = []
+    out: list[dict[str, str]] = []
+    ambiguous: list[dict[str, str]] = []
     candidates = 0
     for row in rows:
         if row["backend"] != "sglang" or row["mode"] != "disagg" or row["decode_num_workers"]:
@@ -178,17 +220,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         commit, parsed = config
         resolved = resolve(row, parsed)
-        if resolved is None:
+        if resolved is not None:
+            prefill, decode, source = resolved
+            recorded = dict(zip(DEPLOYMENT_COLUMNS, _encode(prefill) + _encode(decode), strict=True))
+            out.append({"id": row["id"], **recorded, "source": f"InferenceX@{commit[:9]} {source}"})
             continue
-        prefill, decode, source = resolved
-        values = _encode(prefill) + _encode(decode)
-        recorded = dict(zip(DEPLOYMENT_COLUMNS, values, strict=True))
-        out.append({"id": row["id"], **recorded, "source": f"InferenceX@{commit[:9]} {source}"})
-    with args.out.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["id", *DEPLOYMENT_COLUMNS, "source"], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(out)
-    print(f"resolved {len(out)} of {candidates} P/D rows without worker counts; wrote {args.out}")
+        for prefill, decode, speculative, source in alternatives(row, parsed):
+            recorded = dict(zip(DEPLOYMENT_COLUMNS, _encode(prefill) + _encode(decode), strict=True))
+            ambiguous.append(
+                {
+                    "id": row["id"],
+                    **recorded,
+                    "speculative_decoding": "mtp" if speculative else "",
+                    "source": f"InferenceX@{commit[:9]} {source}",
+                }
+            )
+    _write(args.out, ["id", *DEPLOYMENT_COLUMNS, "source"], out)
+    _write(args.alternatives_out, ["id", *DEPLOYMENT_COLUMNS, "speculative_decoding", "source"], ambiguous)
+    rows_with_alternatives = len({line["id"] for line in ambiguous})
+    print(
+        f"resolved {len(out)} of {candidates} P/D rows without worker counts; wrote {args.out}; "
+        f"{rows_with_alternatives} more with {len(ambiguous)} published alternatives; wrote {args.alternatives_out}"
+    )
     return 0
 
 

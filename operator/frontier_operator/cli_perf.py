@@ -23,8 +23,12 @@ from frontier_operator.perf.fitting import MAX_ITERATIONS, FitOptions, file_dige
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_SUPPLEMENT_PATH,
+    alternatives_of,
     complete_deployments,
+    describe_alternatives,
     parse_row,
+    predict_case,
+    read_deployment_alternatives,
     read_deployment_supplement,
     read_rows,
 )
@@ -126,24 +130,24 @@ def _load_calibration(path: str | None) -> Calibration | str:
 def predict_rows(model: PerformanceModel, rows: list[dict[str, str]]) -> list[dict[str, str]]:
     """Each row with pred_ttft_ms / pred_tpot_ms, or empty predictions and a pred_error reason.
 
-    A P/D row without worker counts is predicted as completed by `complete_deployments`; pred_deployment
-    says where its deployment came from (empty when the row gave it).
+    A P/D row without worker counts is predicted as completed by `complete_deployments`, else over the
+    deployments published for it (`predict_case`); pred_deployment says where its deployment came from
+    (empty when the row gave it).
     """
     out = []
+    published = read_deployment_alternatives()
     for row, completed in zip(rows, complete_deployments(rows, read_deployment_supplement()), strict=True):
         result = {k: v for k, v in row.items() if k not in PREDICTION_COLUMNS}
-        result["pred_deployment"] = completed.get("deployment_source", "")
+        alternatives = alternatives_of(completed, published)
+        result["pred_deployment"] = (
+            describe_alternatives(alternatives) if alternatives else completed.get("deployment_source", "")
+        )
         try:
-            case = parse_row(completed)
-            prediction = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+            ttft_s, tpot_s = predict_case(model, parse_row(completed, alternatives))
         except UnpredictableConfig as error:
             result.update(pred_ttft_ms="", pred_tpot_ms="", pred_error=error.reason)
         else:
-            result.update(
-                pred_ttft_ms=f"{prediction.ttft_s * 1e3:.3f}",
-                pred_tpot_ms=f"{prediction.tpot_s * 1e3:.3f}",
-                pred_error="",
-            )
+            result.update(pred_ttft_ms=f"{ttft_s * 1e3:.3f}", pred_tpot_ms=f"{tpot_s * 1e3:.3f}", pred_error="")
         out.append(result)
     return out
 

@@ -7,12 +7,17 @@ from pathlib import Path
 import pytest
 
 from frontier_operator.perf.errors import UnpredictableConfig
+from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_COLUMNS,
     SCHEMA_COLUMNS,
+    alternatives_of,
     complete_deployments,
     concurrency_of,
+    describe_alternatives,
     parse_row,
+    predict_case,
+    read_deployment_alternatives,
     read_deployment_supplement,
     read_rows,
 )
@@ -163,6 +168,65 @@ def test_the_shipped_supplement_names_rows_without_workers_and_agrees_with_their
             checked += 1
             assert {c: row[c] for c in DEPLOYMENT_COLUMNS} == {c: supplement[row["id"]][c] for c in DEPLOYMENT_COLUMNS}
     assert checked >= 40  # the two sources overlap on enough rows for the check to mean something
+
+
+def _published(row_id: str, decode_workers: str, speculative: str = "") -> dict[str, str]:
+    return {
+        **_DEPLOYED,
+        "id": row_id,
+        "decode_num_workers": decode_workers,
+        "speculative_decoding": speculative,
+        "source": f"InferenceX@abc 1p{decode_workers}d",
+    }
+
+
+def test_a_row_that_ran_one_of_several_published_deployments_is_predicted_as_their_geometric_mean() -> None:
+    bare = _r1_pd_row("bare", "17.25")
+    published = {"bare": [_published("bare", "1"), _published("bare", "3", "mtp")]}
+    found = alternatives_of(bare, published)
+    assert [line["decode_num_workers"] for line in found] == ["1", "3"]
+    assert describe_alternatives(found) == "one of 2P1D, 2P3D+MTP (InferenceX@abc 1p1d, …)"
+    case = parse_row(bare, found)
+    # Which one ran is not known: the row is predicted, never fitted.
+    assert not case.fully_specified
+    assert [[r.replicas for r in config.roles] for config in case.alternatives] == [[2, 1], [2, 3]]
+    model = PerformanceModel.default()
+    each = [
+        model.predict_at_concurrency(case.arch, case.gpu, config, case.workload, case.concurrency)
+        for config in case.alternatives
+    ]
+    ttft_s, tpot_s = predict_case(model, case)
+    assert ttft_s == pytest.approx((each[0].ttft_s * each[1].ttft_s) ** 0.5)
+    assert tpot_s == pytest.approx((each[0].tpot_s * each[1].tpot_s) ** 0.5)
+    # Three decode workers share the clients that one serves alone: the mean lies strictly between the two.
+    assert each[1].tpot_s < tpot_s < each[0].tpot_s
+    # Without alternatives, the same row is read as one worker of each role, as before.
+    alone = parse_row(bare)
+    assert alone.alternatives == () and [r.replicas for r in alone.config.roles] == [1, 1]
+    direct = model.predict_at_concurrency(alone.arch, alone.gpu, alone.config, alone.workload, alone.concurrency)
+    assert predict_case(model, alone) == (direct.ttft_s, direct.tpot_s)
+
+
+def test_a_completed_row_has_no_alternatives() -> None:
+    twin = _r1_pd_row("v3-twin", "17.25", **_DEPLOYED)
+    bare = _r1_pd_row("r1-bare", "17.25")
+    completed = complete_deployments([twin, bare], supplement={})[1]
+    assert alternatives_of(completed, {"r1-bare": [_published("r1-bare", "3")]}) == []
+
+
+@pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")
+def test_the_shipped_alternatives_belong_to_rows_no_fact_completes() -> None:
+    rows = read_rows(SILICON)
+    by_id = {row["id"]: row for row in rows}
+    supplement = read_deployment_supplement()
+    published = read_deployment_alternatives()
+    completed = {row["id"]: row for row in complete_deployments(rows, supplement)}
+    still_open = [row_id for row_id in published if not completed[row_id].get("deployment_source")]
+    assert len(still_open) >= 150
+    for row_id, lines in published.items():
+        assert not by_id[row_id]["decode_num_workers"] and row_id not in supplement
+        # A single alternative is published only when it ran MTP: otherwise it would be a fact in the supplement.
+        assert len(lines) > 1 or lines[0]["speculative_decoding"] == "mtp"
 
 
 def test_concurrency_falls_back_to_the_decode_batch() -> None:

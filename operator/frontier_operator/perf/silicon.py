@@ -16,8 +16,11 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   a fully specified row of the same file with the same measurement — same backend, model architecture, GPU,
   lengths, concurrency, TTFT and TPOT to the last digit: the dumps file some runs twice, once under each
   DeepSeek name — else from the shipped supplement ``catalog/data/silicon_deployments.csv`` (recovered from the
-  benchmark configs InferenceX published, by ``bench/inferencex_deployments.py``), else one worker each, and
-  the row is then not fully specified.
+  benchmark configs InferenceX published, by ``bench/inferencex_deployments.py``). Failing both, the row is
+  not fully specified (never fitted) and is predicted over the deployments InferenceX published for its point
+  (``catalog/data/silicon_deployment_alternatives.csv``, same script: several swept through its concurrency,
+  or one that ran MTP, which the schema cannot state — read without it): the geometric mean of their
+  predictions, since it ran one of them and which is not known; with none published, one worker each.
 * **Concurrency.** ``batch_size``; else the ``silicon_concurrency=`` of ``silicon_data_source``; else decode
   batch × decode workers × decode attention-DP.
 * **Formats.** ``moe_quant_mode``/``gemm_quant_mode``/``precision`` name the weight format (an empty one means
@@ -51,6 +54,7 @@ from frontier_operator.perf.memory import (
     default_chunked_prefill_size,
     weights_per_gpu_bytes,
 )
+from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.types import (
     LengthDistribution,
     MoeA2ABackend,
@@ -104,6 +108,7 @@ DEPLOYMENT_COLUMNS = tuple(
     for name in ("num_workers", "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 )
 DEPLOYMENT_SUPPLEMENT_PATH = Path(__file__).resolve().parents[1] / "catalog" / "data" / "silicon_deployments.csv"
+DEPLOYMENT_ALTERNATIVES_PATH = DEPLOYMENT_SUPPLEMENT_PATH.with_name("silicon_deployment_alternatives.csv")
 
 # InferenceX's client draws lengths uniformly on [0.8, 1] x nominal (--random-range-ratio 0.8).
 RANGE_RATIO = 0.8
@@ -128,6 +133,9 @@ class SiliconCase:
     # False when the row leaves part of the deployment to our assumptions (P/D worker counts missing);
     # such rows are predicted but not used to fit coefficients.
     fully_specified: bool = True
+    # The deployments published for a row that does not say which of them ran (`read_deployment_alternatives`):
+    # the row is predicted as each, and reported as their geometric mean (`predict_case`).
+    alternatives: tuple[ServingConfig, ...] = ()
 
 
 def read_rows(path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS) -> list[dict[str, str]]:
@@ -143,6 +151,30 @@ def read_rows(path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS) -> list[
 def read_deployment_supplement(path: Path = DEPLOYMENT_SUPPLEMENT_PATH) -> dict[str, dict[str, str]]:
     """Row id → the deployment columns recorded for it elsewhere, and their ``source`` (module docstring)."""
     return {row["id"]: row for row in read_rows(path, ("id", *DEPLOYMENT_COLUMNS, "source"))}
+
+
+def read_deployment_alternatives(path: Path = DEPLOYMENT_ALTERNATIVES_PATH) -> dict[str, list[dict[str, str]]]:
+    """Row id → the deployments published for that point, one of which ran (module docstring, "Workers")."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for row in read_rows(path, ("id", *DEPLOYMENT_COLUMNS, "speculative_decoding", "source")):
+        out.setdefault(row["id"], []).append(row)
+    return out
+
+
+def alternatives_of(row: Mapping[str, str], alternatives: Mapping[str, list[dict[str, str]]]) -> list[dict[str, str]]:
+    """The published alternatives of a row that still lacks its worker counts (after `complete_deployments`)."""
+    return alternatives.get(row.get("id", ""), []) if _lacks_workers(row) else []
+
+
+def describe_alternatives(found: list[dict[str, str]]) -> str:
+    """`pred_deployment` of a row predicted over its alternatives: "one of 1P3D, 1P4D+MTP (<source>, …)"."""
+    shapes = [
+        f"{line['prefill_num_workers']}P{line['decode_num_workers']}D{'+MTP' if line['speculative_decoding'] else ''}"
+        for line in found
+    ]
+    if len(found) == 1:
+        return f"{shapes[0]} ({found[0]['source']})"
+    return f"one of {', '.join(shapes)} ({found[0]['source']}, …)"
 
 
 def _is_disagg(row: Mapping[str, str]) -> bool:
@@ -323,8 +355,22 @@ def concurrency_of(row: Mapping[str, str]) -> float:
     raise UnpredictableConfig("no concurrency: batch_size, silicon_concurrency and decode_batch_size are all empty")
 
 
-def parse_row(row: Mapping[str, str]) -> SiliconCase:
-    """Raises UnpredictableConfig (with a reason) when the row names something outside the catalog or is incomplete."""
+def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None = None) -> SiliconCase:
+    """Raises UnpredictableConfig (with a reason) when the row names something outside the catalog or is incomplete.
+
+    `alternatives`: the deployments published for a row without worker counts (`alternatives_of`); each is read
+    as the row completed with it, without speculative decoding, which the schema cannot state (those that cannot
+    run are left out). The case keeps them in `alternatives`; it stays not fully specified.
+    """
+    if alternatives:
+        case = parse_row(row)
+        configs = []
+        for line in alternatives:
+            try:
+                configs.append(parse_row({**row, **{c: line[c] for c in DEPLOYMENT_COLUMNS}}).config)
+            except UnpredictableConfig:
+                continue
+        return replace(case, alternatives=tuple(configs))
     model_path = (row.get("model_path") or "").strip()
     arch = find_model(model_path)
     if arch is None:
@@ -378,6 +424,24 @@ def parse_row(row: Mapping[str, str]) -> SiliconCase:
         measured_tpot_ms=_float(row, "silicon_tpot_ms"),
         fully_specified=specified,
     )
+
+
+def predict_case(model: PerformanceModel, case: SiliconCase) -> tuple[float, float]:
+    """(TTFT, TPOT) in seconds at the row's concurrency. A row with published alternatives gets the geometric
+    mean over those the model can predict: it ran one of them, and which is not known."""
+    if not case.alternatives:
+        p = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+        return p.ttft_s, p.tpot_s
+    logs: list[tuple[float, float]] = []
+    for config in case.alternatives:
+        try:
+            p = model.predict_at_concurrency(case.arch, case.gpu, config, case.workload, case.concurrency)
+        except UnpredictableConfig:
+            continue
+        logs.append((math.log(p.ttft_s), math.log(p.tpot_s)))
+    if not logs:
+        return predict_case(model, replace(case, alternatives=()))
+    return math.exp(sum(t for t, _ in logs) / len(logs)), math.exp(sum(t for _, t in logs) / len(logs))
 
 
 def iter_cases(rows: list[dict[str, str]], backend: str | None = None) -> Iterator[tuple[int, SiliconCase]]:
