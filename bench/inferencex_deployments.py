@@ -127,6 +127,13 @@ def _int(row: dict[str, str], key: str) -> int:
     return int(float(row.get(key) or 0))
 
 
+def _same_model(entry_model: str, model_path: str) -> bool:
+    """An entry's checkpoint is a release of the row's model: FP8 entries name the upstream repository
+    (deepseek-ai/DeepSeek-R1-0528), FP4 ones NVIDIA's quantised one (nvidia/DeepSeek-R1-0528-NVFP4-v2) or a
+    local name (deepseek-r1-fp4), so the organisation is dropped and case ignored."""
+    return entry_model.rsplit("/", 1)[-1].lower().startswith(model_path.rsplit("/", 1)[-1].lower())
+
+
 # A deployment InferenceX ran at a row's point: (prefill, decode, speculative decoding, source).
 Published = tuple[Role, Role, bool, str]
 
@@ -142,7 +149,7 @@ def published(row: dict[str, str], config: dict[str, Any]) -> list[Published]:
     for key, entry in config.items():
         if not isinstance(entry, dict) or entry.get("framework") != FRAMEWORK or not entry.get("disagg"):
             continue
-        if not str(entry.get("model", "")).startswith(row["model_path"]) or entry.get("precision") != row["precision"]:
+        if entry.get("precision") != row["precision"] or not _same_model(str(entry.get("model")), row["model_path"]):
             continue
         if str(entry.get("runner", "")).split("-")[0] != gpu:
             continue
