@@ -57,7 +57,7 @@ from frontier_operator.perf.silicon import (
     SiliconCase,
     alternatives_of,
     complete_deployments,
-    describe_alternatives,
+    describe_deployment,
     parse_row,
     predict_case,
     read_deployment_alternatives,
@@ -103,7 +103,7 @@ def load(path: Path) -> list[Row]:
         gpu = (raw.get("system") or "").strip()
         mode = (raw.get("mode") or "").strip()
         alternatives = alternatives_of(raw, published)
-        deployment = describe_alternatives(alternatives) if alternatives else raw.get("deployment_source", "")
+        deployment = describe_deployment(raw, alternatives)
         try:
             out.append(Row(index, model, gpu, mode, parse_row(raw, alternatives), None, deployment))
         except UnpredictableConfig as error:

@@ -179,22 +179,19 @@ def _states_layout(deployment: Published) -> bool:
     return prefill[1] > 1 and decode[1] > 1
 
 
-def resolve(row: dict[str, str], config: dict[str, Any]) -> tuple[Role, Role, str] | None:
-    """The row's (prefill, decode, source) when every matching search-space entry describes one deployment,
-    without speculative decoding."""
-    found = published(row, config)
+def resolve(found: list[Published]) -> Published | None:
+    """The row's deployment when every matching search-space entry (`published`) describes one, stating its
+    layout, without speculative decoding."""
     if len(found) != 1 or found[0][2] or not _states_layout(found[0]):
         return None
-    prefill, decode, _, source = found[0]
-    return prefill, decode, source
+    return found[0]
 
 
-def alternatives(row: dict[str, str], config: dict[str, Any]) -> list[Published]:
-    """What InferenceX ran at an unresolved row's point: every matching deployment that states its layout;
-    empty when the row is resolved or nothing matches."""
-    if resolve(row, config) is not None:
-        return []
-    return [deployment for deployment in published(row, config) if _states_layout(deployment)]
+def _line(row_id: str, commit: str, deployment: Published) -> dict[str, str]:
+    """A deployment as a line of the supplement or the alternatives file, in the CSV's own encoding."""
+    prefill, decode, _, source = deployment
+    recorded = dict(zip(DEPLOYMENT_COLUMNS, _encode(prefill) + _encode(decode), strict=True))
+    return {"id": row_id, **recorded, "source": f"InferenceX@{commit[:9]} {source}"}
 
 
 def _write(path: Path, fieldnames: list[str], rows: list[dict[str, str]]) -> None:
@@ -226,22 +223,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if config is None:
             continue
         commit, parsed = config
-        resolved = resolve(row, parsed)
+        found = published(row, parsed)
+        resolved = resolve(found)
         if resolved is not None:
-            prefill, decode, source = resolved
-            recorded = dict(zip(DEPLOYMENT_COLUMNS, _encode(prefill) + _encode(decode), strict=True))
-            out.append({"id": row["id"], **recorded, "source": f"InferenceX@{commit[:9]} {source}"})
+            out.append(_line(row["id"], commit, resolved))
             continue
-        for prefill, decode, speculative, source in alternatives(row, parsed):
-            recorded = dict(zip(DEPLOYMENT_COLUMNS, _encode(prefill) + _encode(decode), strict=True))
-            ambiguous.append(
-                {
-                    "id": row["id"],
-                    **recorded,
-                    "speculative_decoding": "mtp" if speculative else "",
-                    "source": f"InferenceX@{commit[:9]} {source}",
-                }
-            )
+        # What InferenceX ran at an unresolved row's point: every matching deployment that states its layout.
+        ambiguous.extend(
+            {**_line(row["id"], commit, deployment), "speculative_decoding": "mtp" if deployment[2] else ""}
+            for deployment in found
+            if _states_layout(deployment)
+        )
     _write(args.out, ["id", *DEPLOYMENT_COLUMNS, "source"], out)
     _write(args.alternatives_out, ["id", *DEPLOYMENT_COLUMNS, "speculative_decoding", "source"], ambiguous)
     rows_with_alternatives = len({line["id"] for line in ambiguous})

@@ -25,7 +25,7 @@ from frontier_operator.perf.silicon import (
     DEPLOYMENT_SUPPLEMENT_PATH,
     alternatives_of,
     complete_deployments,
-    describe_alternatives,
+    describe_deployment,
     parse_row,
     predict_case,
     read_deployment_alternatives,
@@ -139,9 +139,7 @@ def predict_rows(model: PerformanceModel, rows: list[dict[str, str]]) -> list[di
     for row, completed in zip(rows, complete_deployments(rows, read_deployment_supplement()), strict=True):
         result = {k: v for k, v in row.items() if k not in PREDICTION_COLUMNS}
         alternatives = alternatives_of(completed, published)
-        result["pred_deployment"] = (
-            describe_alternatives(alternatives) if alternatives else completed.get("deployment_source", "")
-        )
+        result["pred_deployment"] = describe_deployment(completed, alternatives)
         try:
             ttft_s, tpot_s = predict_case(model, parse_row(completed, alternatives))
         except UnpredictableConfig as error:

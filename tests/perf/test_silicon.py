@@ -14,7 +14,7 @@ from frontier_operator.perf.silicon import (
     alternatives_of,
     complete_deployments,
     concurrency_of,
-    describe_alternatives,
+    describe_deployment,
     parse_row,
     predict_case,
     read_deployment_alternatives,
@@ -185,7 +185,7 @@ def test_a_row_that_ran_one_of_several_published_deployments_is_predicted_as_the
     published = {"bare": [_published("bare", "1"), _published("bare", "3", "mtp")]}
     found = alternatives_of(bare, published)
     assert [line["decode_num_workers"] for line in found] == ["1", "3"]
-    assert describe_alternatives(found) == "one of 2P1D, 2P3D+MTP (InferenceX@abc 1p1d, …)"
+    assert describe_deployment(bare, found) == "one of 2P1D, 2P3D+MTP (InferenceX@abc 1p1d, …)"
     case = parse_row(bare, found)
     # Which one ran is not known: the row is predicted, never fitted.
     assert not case.fully_specified

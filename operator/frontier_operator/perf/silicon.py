@@ -166,15 +166,18 @@ def alternatives_of(row: Mapping[str, str], alternatives: Mapping[str, list[dict
     return alternatives.get(row.get("id", ""), []) if _lacks_workers(row) else []
 
 
-def describe_alternatives(found: list[dict[str, str]]) -> str:
-    """`pred_deployment` of a row predicted over its alternatives: "one of 1P3D, 1P4D+MTP (<source>, …)"."""
+def describe_deployment(row: Mapping[str, str], alternatives: list[dict[str, str]]) -> str:
+    """Where a completed row's deployment came from (`pred_deployment`): its ``deployment_source`` ("" when the
+    row gave it), or over its alternatives "one of 1P3D, 1P4D+MTP (<source>, …)"."""
+    if not alternatives:
+        return row.get("deployment_source", "")
     shapes = [
         f"{line['prefill_num_workers']}P{line['decode_num_workers']}D{'+MTP' if line['speculative_decoding'] else ''}"
-        for line in found
+        for line in alternatives
     ]
-    if len(found) == 1:
-        return f"{shapes[0]} ({found[0]['source']})"
-    return f"one of {', '.join(shapes)} ({found[0]['source']}, …)"
+    if len(alternatives) == 1:
+        return f"{shapes[0]} ({alternatives[0]['source']})"
+    return f"one of {', '.join(shapes)} ({alternatives[0]['source']}, …)"
 
 
 def _is_disagg(row: Mapping[str, str]) -> bool:
