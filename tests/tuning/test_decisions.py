@@ -378,6 +378,19 @@ def test_an_uncertain_neighbour_is_explored_under_an_upper_confidence_rule(split
     assert "uncertain" in decision.reason
 
 
+def test_exploration_takes_the_largest_optimistic_saving_whichever_plan_offers_it() -> None:
+    # Four sigmas of optimism: the plan's best runner-up (bf16 TP4 cap 64 ×3) could be 20% cheaper, a fleet only
+    # the optimistic plan holds (eleven fp8 TP1 replicas, narrowly over the SLO as predicted) 26%. Llama-70B's
+    # cheapest fleet was the second kind, and the runner-up used to win for being looked at first.
+    model = context(calibration=budget_spent(), weighted_route=True)
+    decision = _decide(observation(group()), model=model, policy=replace(POLICY, exploration_optimism=4.0))
+    action = decision.action
+    assert isinstance(action, StartCanary) and action.exploration
+    planned = [base_plan().chosen.config, *(r.candidate.config for r in base_plan().runner_ups)]
+    assert action.config not in planned
+    assert "could be 26% cheaper" in decision.reason
+
+
 def test_exploration_does_not_put_half_of_the_traffic_on_a_fleet_the_model_doubts() -> None:
     # One router pod per revision: the Service would give the canary half of the traffic.
     decision = _decide(observation(group()), policy=replace(POLICY, exploration_optimism=2.5))

@@ -488,12 +488,17 @@ def explore(s: Situation) -> Proposal | None:
     stable_cost = _stable_cost(s, workload)
     if stable_cost is None:
         return None
-    best = _most_promising(s, _neighbours(s), workload, stable_cost)
-    if best is None:
-        # The optimistic plan's fleets are sized by optimistic capacity; a canary at its traffic share cannot
-        # show capacity (the verdict projects it from the model), so these must carry today's traffic with
-        # the headroom by the expected prediction — only their latencies are given the benefit of the doubt.
-        best = _most_promising(s, _optimistic_neighbours(s, workload), workload, stable_cost, expected_capacity=True)
+    # Upper confidence over both sets, the plan's runner-ups and the fleets an optimistic plan would choose: a
+    # runner-up that could be a little cheaper must not hide a fleet that could be much cheaper (Llama-70B: TP2
+    # cap 24 ×3, 9 %, against TP2 cap 137 ×1, 50 %); a tie goes to the plan's own fleet (`max` keeps the first).
+    # The optimistic plan's fleets are sized by optimistic capacity; a canary at its traffic share cannot
+    # show capacity (the verdict projects it from the model), so these must carry today's traffic with
+    # the headroom by the expected prediction — only their latencies are given the benefit of the doubt.
+    options = [
+        _most_promising(s, _neighbours(s), workload, stable_cost),
+        _most_promising(s, _optimistic_neighbours(s, workload), workload, stable_cost, expected_capacity=True),
+    ]
+    best = max((o for o in options if o is not None), key=lambda o: o[0], default=None)
     if best is None:
         return None
     gain, priced = best
