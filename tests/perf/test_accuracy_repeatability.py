@@ -65,3 +65,31 @@ def test_repeats_are_replayed_by_the_other_runs_and_twins_are_not_repeats() -> N
     assert view["replay_median_tpot_ape"] == pytest.approx(0.25)
     assert view["model_median_ttft_ape"] == pytest.approx(0.1)
     assert view["model_median_tpot_ape"] == pytest.approx(0.05)
+
+
+class _SplitModel:
+    """Predicts a fixed TTFT and TPOT whatever the row: a model that moves time between the first token and
+    the others."""
+
+    def __init__(self, ttft_s: float, tpot_s: float) -> None:
+        self.ttft_s, self.tpot_s = ttft_s, tpot_s
+
+    def predict_at_concurrency(self, *_: object) -> object:
+        return self
+
+
+def test_end_to_end_error_tells_a_wrong_split_from_wrong_work() -> None:
+    accuracy = _bench()
+    row = _row("deepseek-ai/DeepSeek-R1", "200", "10")
+    case = parse_row(row)
+    steps = case.workload.output_tokens.mean - 1
+    record = accuracy.Row(0, row["model_path"], "h200_sxm", "agg", case, None)
+    # The first token 200 ms late and every later one 200/steps ms early: the request ends on time.
+    (split,) = accuracy.evaluate(_SplitModel(0.4, (10 - 200 / steps) / 1e3), [record])
+    assert split.ttft_ape == pytest.approx(1.0)
+    assert split.tpot_ape == pytest.approx(20 / steps)
+    assert split.e2e_ape == pytest.approx(0.0, abs=1e-9)
+    # Every token 10 % slow: the request is 10 % late.
+    (slow,) = accuracy.evaluate(_SplitModel(0.22, 0.011), [record])
+    assert slow.e2e_ape == pytest.approx(0.1)
+    assert accuracy.summarise([split, slow])["median_e2e_ape"] == pytest.approx(0.05)
