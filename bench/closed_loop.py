@@ -9,6 +9,9 @@ Matrix (default; `--quick` runs a small one for a smoke check):
   the dedicated targets in `bench/targets/` on the measured tables they are named after
   (`qwen3-32b-h100`, `deepseek-r1-h200`, cut from the silicon CSV);
 * traffic: steady and diurnal (one full cycle of ±50 % over the run);
+* `--only`, `--seeds` and `--traffic` narrow or widen it: a rule whose effect shows on one seed is checked on
+  more (`--only glm5-agentic-coding --seeds 3 4 5 6 7 8 --traffic steady`), since a different canary changes
+  the noise every later window draws;
 * three policies per cell, each run for the same simulated hours on the same truth and traffic seed:
   - `loop`: our plan, then the operator's tuning loop in auto mode (`sim.closed_loop`);
   - `static`: SGLang's defaults — TP = GPUs per node, the default batch cap (2048 per attention rank, so
@@ -311,10 +314,12 @@ def _round(value: float | None, digits: int = 5) -> float | None:
 # ------------------------------------------------------------------------------------------ matrix
 
 
-def scenarios(quick: bool, heavy: frozenset[str] = HEAVY) -> tuple[list[Scenario], list[dict[str, str]]]:
+def scenarios(
+    quick: bool, heavy: frozenset[str] = HEAVY, seeds: tuple[int, ...] | None = None
+) -> tuple[list[Scenario], list[dict[str, str]]]:
     chosen: list[Scenario] = []
     skipped: list[dict[str, str]] = []
-    seeds = (1,) if quick else SEEDS
+    seeds = seeds or ((1,) if quick else SEEDS)
     for path in sorted(EXAMPLES.glob("*.yaml")):
         try:
             _setup(Scenario(path, "model", seeds[0]))
@@ -395,6 +400,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON")
     parser.add_argument("--only", nargs="+", metavar="EXAMPLE", help="run only these examples (file stems)")
     parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        metavar="SEED",
+        help="perturbed-model seeds (default 1 2, quick 1): a rule's effect on one seed can be the noise it draws",
+    )
+    parser.add_argument(
+        "--traffic", nargs="+", choices=("steady", "diurnal"), help="traffic patterns (default both, quick steady)"
+    )
+    parser.add_argument(
         "--splitting",
         type=TrafficSplitting,
         choices=list(TrafficSplitting),
@@ -404,11 +419,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     hours = args.hours or (2.0 if args.quick else 6.0)
-    traffics = ("steady",) if args.quick else ("steady", "diurnal")
+    traffics = tuple(args.traffic) if args.traffic else ("steady",) if args.quick else ("steady", "diurnal")
     measure_s = 900.0 if args.quick else oracle_measure_s(hours)
     started = time.perf_counter()
     heavy = frozenset() if args.full else HEAVY
-    chosen, skipped = scenarios(args.quick, heavy)
+    chosen, skipped = scenarios(args.quick, heavy, tuple(args.seeds) if args.seeds else None)
     if args.only:
         chosen = [s for s in chosen if s.name in args.only]
     cells = [
