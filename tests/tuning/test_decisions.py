@@ -403,6 +403,19 @@ def test_exploration_does_not_put_half_of_the_traffic_on_a_fleet_the_model_doubt
     assert isinstance(asked.action, StartCanary) and asked.action.exploration and asked.action.share == 0.5
 
 
+def test_an_exploration_the_service_holds_back_costs_no_optimistic_re_plan() -> None:
+    # Through the Service every exploration canary would take half the traffic: the loop must not re-plan with
+    # an optimistic model on every tick only to refuse what it finds. It predicts as much as with exploration off.
+    calls = []
+    for exploration in (False, True):
+        predictor = FakePredictor()
+        policy = replace(POLICY, exploration_optimism=2.5, exploration=exploration)
+        decision = _decide(observation(group()), model=context(predictor=predictor), policy=policy)
+        assert _hold(decision) is Hold.SLO_MET
+        calls.append(predictor.predict_calls)
+    assert calls[0] == calls[1] > 0
+
+
 def test_behind_a_route_its_gateway_refused_no_canary_starts_and_the_reason_says_why() -> None:
     refused = "Gateway gateways/inference: Accepted=False (NotAllowedByListeners)"
     model = context(calibration=budget_spent(), weighted_route=True, router_replicas=5, route_refused=refused)

@@ -447,7 +447,11 @@ def _exploration_allowed(s: Situation) -> bool:
     if last is not None and s.now - last < s.policy.exploration_interval_s:
         return False
     # A canary costs two changes: its start and its verdict.
-    return recent_changes(s) + 2 <= s.policy.max_changes_per_hour
+    if recent_changes(s) + 2 > s.policy.max_changes_per_hour:
+        return False
+    # Held for every candidate (its share through the Service, a refused route, too few requests): not worth
+    # the optimistic re-plan `explore` would make on every tick only for `_start` to refuse each result.
+    return CanaryMotive.EXPLORATION not in held_canaries(s)[0]
 
 
 def _optimistic_share(config: ServingConfig, optimism: float) -> float:
