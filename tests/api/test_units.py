@@ -87,3 +87,4 @@ def test_format_duration() -> None:
     assert format_duration(0.0183) == "18.3ms"
     assert format_duration(2.5) == "2.5s"
     assert format_duration(600) == "10m"
+    assert format_duration(9000) == "2.5h"

@@ -360,7 +360,7 @@ def test_no_voluntary_canary_starts_while_rising_traffic_would_outrun_the_fleet_
     assert isinstance(_decide(window, applied(runner_up(0)), _rising_from(4.0)).action, StartCanary)
     ramp = _decide(window, applied(runner_up(0)), _rising_from(3.0))
     assert _hold(ramp) is Hold.RISING_TRAFFIC
-    assert "4.69 requests/s (now 4, rising: where its trend leads in 30 min)" in ramp.reason
+    assert "4.69 requests/s (now 4, rising: where its trend leads in 30m)" in ramp.reason
     assert "p50 TPOT 40.22 ms" in ramp.reason
 
 

@@ -335,12 +335,14 @@ class TokenCount(int):
 
 
 def format_duration(seconds: float) -> str:
-    """Compact human text for a duration in seconds: 0.0183 → '18.3ms', 2.5 → '2.5s'."""
+    """Compact human text for a duration in seconds: 0.0183 → '18.3ms', 2.5 → '2.5s', 600 → '10m', 9000 → '2.5h'."""
     if seconds < 1:
         return f"{seconds * 1000:.3g}ms"
     if seconds < 120:
         return f"{seconds:.3g}s"
-    return f"{seconds / 60:.3g}m"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g}m"
+    return f"{seconds / 3600:.3g}h"
 
 
 def rfc3339(moment: datetime | float) -> str:

@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from frontier_operator.api.units import format_duration
 from frontier_operator.perf.types import Prediction, Role, ServingConfig, Workload
 from frontier_operator.planner.choose import slo_margin
 from frontier_operator.planner.describe import describe_config
@@ -210,7 +211,7 @@ def _start(
     return Proposal(
         StartCanary(config, canary, pool.name, share, motive, cost, stable_cost, image),
         f"{why}; canary {describe_config(canary)} on pool {pool.name} takes {share:.0%} of traffic "
-        f"for at least {s.policy.canary_min_duration_s / 60:.0f} min",
+        f"for at least {format_duration(s.policy.canary_min_duration_s)}",
     )
 
 
@@ -581,7 +582,7 @@ def canary_health(canary: CanaryState, policy: TuningPolicy, now: float) -> tupl
         return RollbackCause.CRASH_LOOPING, "its pods are crash-looping"
     waited = now - canary.started_at
     if canary.ready_at is None and waited > policy.canary_startup_deadline_s:
-        return RollbackCause.NOT_READY, f"not ready after {waited / 60:.0f} min"
+        return RollbackCause.NOT_READY, f"not ready after {format_duration(waited)}"
     return None
 
 
@@ -596,7 +597,7 @@ def judge_canary(s: Situation, canary: CanaryState) -> Decision:
         return _rollback(s, canary, *unhealthy)
     if canary.ready_at is None:
         waited = s.now - canary.started_at
-        return _hold(s, Hold.CANARY_STARTING, f"canary {canary.revision} starting ({waited / 60:.0f} min)")
+        return _hold(s, Hold.CANARY_STARTING, f"canary {canary.revision} starting ({format_duration(waited)})")
     running_for = s.now - canary.ready_at
     group = serving_group(s.observation, Variant.CANARY)
     canary_standing = standings(s.slos, s.observation, Variant.CANARY)
@@ -604,7 +605,7 @@ def judge_canary(s: Situation, canary: CanaryState) -> Decision:
     if samples < policy.min_samples or any(x.observed_s is None for x in canary_standing):
         if running_for > policy.canary_data_deadline_s:
             return _rollback(
-                s, canary, RollbackCause.NO_DATA, f"only {samples} requests after {running_for / 60:.0f} min ready"
+                s, canary, RollbackCause.NO_DATA, f"only {samples} requests after {format_duration(running_for)} ready"
             )
         return _hold(s, Hold.CANARY_COMPARING, f"canary {canary.revision} has {samples} requests in the window")
     unplanned = _unplanned_split(s, canary)
@@ -619,8 +620,8 @@ def judge_canary(s: Situation, canary: CanaryState) -> Decision:
         return _hold(
             s,
             Hold.CANARY_COMPARING,
-            f"canary {canary.revision} compared for {running_for / 60:.0f} of "
-            f"{policy.canary_min_duration_s / 60:.0f} min: {describe_standings(canary_standing)}",
+            f"canary {canary.revision} compared for {format_duration(running_for)} of "
+            f"{format_duration(policy.canary_min_duration_s)}: {describe_standings(canary_standing)}",
         )
     verdict = _verdict(s, canary, canary_standing)
     if isinstance(verdict.action, PromoteCanary) and warming_up(s.observation, canary.ready_at):

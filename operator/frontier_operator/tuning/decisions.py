@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from frontier_operator.api.units import format_duration
 from frontier_operator.perf.types import Role, Workload
 from frontier_operator.planner.types import PER_TOKEN_METRICS, Plan, SloMetric
 from frontier_operator.tuning.actions import CanaryMotive, Decision, Hold, NoAction, ReplanCause, SloStanding
@@ -414,7 +415,7 @@ def _save(s: Situation) -> Proposal:
         return Proposal(
             NoAction(Hold.STABILIZING),
             f"SLO met with slack, but {roles} replicas were added less than "
-            f"{s.policy.scale_down_stabilization_s / 60:.0f} min ago, or fewer violated the SLO in the last "
+            f"{format_duration(s.policy.scale_down_stabilization_s)} ago, or fewer violated the SLO in the last "
             f"{s.policy.reversal_guard_s / 3600:.0f} h at today's traffic: not removing them",
         )
     if rising is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from frontier_operator.api.units import format_duration
 from frontier_operator.perf.types import Prediction, Role, ServingConfig, WorkerConfig, Workload
 from frontier_operator.planner.search import CAP_LADDER
 from frontier_operator.planner.types import PER_TOKEN_METRICS, SloMetric
@@ -338,7 +339,7 @@ def _rising_note(s: Situation, horizon_s: float) -> str:
     now, ahead = s.workload.request_rate_per_s, s.workload_in(horizon_s).request_rate_per_s
     if ahead <= now:
         return ""
-    return f" at {ahead:.3g} requests/s (now {now:.3g}, rising: where its trend leads in {horizon_s / 60:.0f} min)"
+    return f" at {ahead:.3g} requests/s (now {now:.3g}, rising: where its trend leads in {format_duration(horizon_s)})"
 
 
 def _cap_ahead_of_removal(s: Situation, smaller: ServingConfig, role: Role) -> Proposal | None:
