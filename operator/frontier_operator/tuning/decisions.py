@@ -416,7 +416,7 @@ def _save(s: Situation) -> Proposal:
             NoAction(Hold.STABILIZING),
             f"SLO met with slack, but {roles} replicas were added less than "
             f"{format_duration(s.policy.scale_down_stabilization_s)} ago, or fewer violated the SLO in the last "
-            f"{s.policy.reversal_guard_s / 3600:.0f} h at today's traffic: not removing them",
+            f"{format_duration(s.policy.reversal_guard_s)} at today's traffic: not removing them",
         )
     if rising is not None:
         return Proposal(NoAction(Hold.RISING_TRAFFIC), rising)
