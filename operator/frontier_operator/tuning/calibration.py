@@ -388,13 +388,16 @@ def measure(
     return Measurement(math.log(observed_mean / predicted_mean), noise, observed_mean, predicted_mean, samples)
 
 
-def _plausible(observed_s: float, modelled_s: float, *, queues_empty: bool) -> bool:
-    """Both latencies positive and finite, the observed one neither a broken measurement's nor, unless the
-    window's queues were empty, an overload's (`MAX_PLAUSIBLE_SPEEDUP`, `MAX_PLAUSIBLE_SLOWDOWN`)."""
+def _plausible(
+    observed_s: float, modelled_s: float, *, queues_empty: bool, max_speedup: float = MAX_PLAUSIBLE_SPEEDUP
+) -> bool:
+    """Both latencies positive and finite, the observed one neither faster than the model by more than
+    `max_speedup` (a broken measurement's; for a p99, the model's queueing knee: `MAX_TAIL_SPEEDUP`) nor, unless
+    the window's queues were empty, an overload's (`MAX_PLAUSIBLE_SLOWDOWN`)."""
     if not (observed_s > 0 and modelled_s > 0 and math.isfinite(observed_s) and math.isfinite(modelled_s)):
         return False
     ratio = observed_s / modelled_s
-    return ratio >= 1.0 / MAX_PLAUSIBLE_SPEEDUP and (queues_empty or ratio <= MAX_PLAUSIBLE_SLOWDOWN)
+    return ratio >= 1.0 / max_speedup and (queues_empty or ratio <= MAX_PLAUSIBLE_SLOWDOWN)
 
 
 # ------------------------------------------------------------------------------------------- filtering
@@ -441,11 +444,11 @@ def with_tail(
     queues_empty: bool = False,
 ) -> Estimate:
     """Fold one window's p99 into the tail average: log(observed ÷ raw p99 × the body factor just learnt); a p99
-    far under that (`MAX_TAIL_SPEEDUP`) or an overload's is left out."""
+    far under that (`MAX_TAIL_SPEEDUP`) or an overload's is left out (`_plausible`)."""
     if observed is None or samples < TAIL_MIN_SAMPLES or fresh_fraction <= 0:
         return estimate
     seen, modelled = observed.p99, predicted.p99 * estimate.factor
-    if not _plausible(seen, modelled, queues_empty=queues_empty) or seen * MAX_TAIL_SPEEDUP < modelled:
+    if not _plausible(seen, modelled, queues_empty=queues_empty, max_speedup=MAX_TAIL_SPEEDUP):
         return estimate
     kept = estimate.tail_windows * 0.5 ** (fresh_fraction / TAIL_HALF_LIFE_WINDOWS)
     weight = kept + fresh_fraction
