@@ -16,7 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from frontier_operator.perf.formats import resolve_formats
 from frontier_operator.perf.kernels import core_attended_tokens, indexer_bytes_per_token_layer
+from frontier_operator.perf.memory import kv_bytes_per_request
 from frontier_operator.perf.model import PerformanceModel, length_nodes, length_quantile, split_arrival_cv
 from frontier_operator.perf.queueing import (
     PrefillService,
@@ -27,7 +29,7 @@ from frontier_operator.perf.queueing import (
     prefill_queue,
 )
 from frontier_operator.perf.steps import PrefillCost
-from frontier_operator.perf.types import LengthDistribution, Workload
+from frontier_operator.perf.types import LengthDistribution, Role, RoleDeployment, ServingConfig, Workload
 from perf_support import gpu, model, unified, worker
 
 GLM = "GLM-5"
@@ -70,6 +72,32 @@ def test_the_p99_prefill_is_the_prefill_of_the_longest_prompt_not_the_mean_scale
     # Unloaded, p99 TTFT is the overhead plus at most the longest prompt's prefill (and a decode step).
     assert p.ttft.p99 <= overhead + longest + 0.05
     assert p.ttft.p99 >= 0.5 * longest
+
+
+def test_the_p99_first_token_waits_for_the_longest_prompts_kv_transfer(shipped: PerformanceModel) -> None:
+    # A P/D request's KV moves after its prefill, in time proportional to its length: the p99 request of an
+    # agentic-coding stream is a 128k-token prompt, whose KV takes 5.3 times as long to move as a mean one's.
+    arch, spec = model(GLM), gpu("H200")
+    prefill = worker("H200", tp=8, ep=8, weight_format="fp8", kv="fp8_e4m3")
+    config = ServingConfig(
+        model=GLM,
+        roles=(RoleDeployment(Role.PREFILL, prefill, 8), RoleDeployment(Role.DECODE, prefill, 1)),
+        transfer_backend="nixl",
+    )
+    c = shipped.coefficients(spec)
+    formats = resolve_formats(arch, spec, prefill.weight_format, prefill.kv_cache_format)
+    link = spec.scale_out_bandwidth_gbs * 1e9 * c.link_efficiency
+
+    def transfer(tokens: float) -> float:
+        return kv_bytes_per_request(arch, formats, prefill, tokens) / link
+
+    assert transfer(128_000) == pytest.approx(128 / 24 * transfer(24_000))
+    longest = shipped.prefill_time(arch, spec, prefill, 128_000, cached_tokens=0.85 * 128_000)
+    p99 = shipped.predict(arch, spec, config, agentic(0.01), 2.30).ttft.p99
+    handoff = c.pd_handoff_ms * 1e-3
+    # Unloaded, the p99 is the longest prompt's prefill and its own transfer (not the mean's) plus fixed costs.
+    assert p99 >= longest + transfer(128_000) + handoff
+    assert p99 <= c.ttft_overhead_ms * 1e-3 + longest + transfer(128_000) + handoff + 0.05
 
 
 def test_a_fleet_far_from_saturation_keeps_its_tail_near_the_unloaded_one(shipped: PerformanceModel) -> None:
