@@ -240,10 +240,15 @@ def test_ttft_violated_in_pd_while_requests_wait_for_decode_slots_adds_decode_re
     assert isinstance(decision.action, ScaleReplicas) and decision.action.role is Role.DECODE
     assert decision.action.to_replicas > decoders.replicas
     assert "decode replicas" in decision.reason
+    # The model has no term for that wait: the reason says why a step it projects no gain from is taken.
+    assert "waits for a decode slot (21 requests queued at decode, 0.7 per request decoding against 0.1" in (
+        decision.reason
+    )
     # The same window with the decode queue empty: the prefill's share is the larger, prefill is what to add.
     quiet_decode = observation(obs.groups[0], replace(obs.groups[1], queued_requests=0.0))
     prefill_step = _decide(quiet_decode, applied(plan.chosen.config), model)
     assert isinstance(prefill_step.action, ScaleReplicas) and prefill_step.action.role is Role.PREFILL
+    assert "decode slot" not in prefill_step.reason
 
 
 def test_sustained_slack_removes_replicas() -> None:

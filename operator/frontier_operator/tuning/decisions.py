@@ -330,7 +330,8 @@ def _remedy(s: Situation) -> Proposal:
         role = tokens_role
         attempts = [lambda: batch_cap_down(s), lambda: shift_ratio(s, Role.DECODE), lambda: scale_up(s, role)]
     elif any(x.bound.metric is SloMetric.TTFT for x in violated):
-        role = _ttft_role(s)
+        role, slot_wait = _ttft_role(s)
+        what += slot_wait
         attempts = [
             (lambda: batch_cap_up(s, at_peaks=True)) if not s.config.disaggregated else (lambda: None),
             lambda: shift_ratio(s, role),
@@ -356,22 +357,29 @@ def _remedy(s: Situation) -> Proposal:
     return Proposal(NoAction(Hold.NO_REMEDY), f"{what}, and no step is predicted to help")
 
 
-def _ttft_role(s: Situation) -> Role:
-    """The role whose queue holds the first token: prefill's in P/D, unless decode's queues hold a larger share of
-    its running requests (and more than a trace) — then prefilled requests wait for decode slots (SGLang's
-    pre-allocation queue), and only decode replicas shorten the wait. Kimi-K2.5 on the perturbed truth: 2,400
-    requests decoding at the slot limit and up to 2,900 waiting for a slot, against 10 of 95 waiting for prefill
-    (its usual share: a P/D prefill worker batches its queue); six prefill steps (3 → 14 replicas) left p99 TTFT
-    at 80-99 s of 30 s.
+def _ttft_role(s: Situation) -> tuple[Role, str]:
+    """The role whose queue holds the first token, and, when that is decode's in P/D, the wait in words.
+
+    Prefill's in P/D, unless decode's queues hold a larger share of its running requests (and more than a trace)
+    — then prefilled requests wait for decode slots (SGLang's pre-allocation queue), and only decode replicas
+    shorten the wait. Kimi-K2.5 on the perturbed truth: 2,400 requests decoding at the slot limit and up to 2,900
+    waiting for a slot, against 10 of 95 waiting for prefill (its usual share: a P/D prefill worker batches its
+    queue); six prefill steps (3 → 14 replicas) left p99 TTFT at 80-99 s of 30 s. The model has no term for that
+    wait, so a decode step's projected first token stays where it was: the words say why the step is taken anyway.
     """
     role = latency_role(s.config, metric_is_ttft=True)
-    if role is not Role.PREFILL or not queue_visible(s.group(Role.DECODE)):
-        return role
-    decode_share = queued_share(s.group(Role.DECODE))
+    decode = s.group(Role.DECODE)
+    if role is not Role.PREFILL or decode is None or not queue_visible(decode):
+        return role, ""
+    decode_share = queued_share(decode)
     prefill_share = queued_share(s.group(Role.PREFILL))
-    if decode_share is not None and (prefill_share is None or decode_share > prefill_share):
-        return Role.DECODE
-    return role
+    if decode_share is None or (prefill_share is not None and decode_share <= prefill_share):
+        return role, ""
+    against = f" against {prefill_share:.2g} at prefill" if prefill_share is not None else ""
+    return Role.DECODE, (
+        f", and the first token waits for a decode slot ({decode.queued_requests:.0f} requests queued at decode, "
+        f"{decode_share:.2g} per request decoding{against}; the model does not project that wait)"
+    )
 
 
 def _beyond_in_place(s: Situation, role: Role) -> bool:
