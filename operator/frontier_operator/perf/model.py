@@ -117,8 +117,9 @@ class _Plan:
     # quantile's prompt and, in P/D, the transfer of its KV cache (only the open loop's percentiles ask, so it is
     # computed on demand).
     own_quantile_s: Callable[[float], float]
-    # The KV transfer of a mean-length prompt, which the prefill service's hand-off counts for every request.
-    mean_transfer_s: float
+    # The hand-off's part that does not move with the prompt's length (P/D bootstrap; 0 when aggregated): the
+    # prefill service's hand-off less the mean prompt's KV transfer, which the own latencies carry instead.
+    fixed_handoff_s: float
 
 
 # Memoised values per model instance; bounded so a long-running operator does not grow without limit.
@@ -454,7 +455,7 @@ class PerformanceModel:
         c = decode_hw.coefficients
         if prefill_role is None:
             prefill_side = decode
-            handoff = 0.0
+            fixed_handoff = 0.0
             waiting = capacity
 
             def transfer_of(input_tokens: float) -> float:
@@ -471,7 +472,7 @@ class PerformanceModel:
             def transfer_of(input_tokens: float) -> float:
                 return kv_bytes_per_request(arch, formats, worker, input_tokens) / link
 
-            handoff = transfer_of(input_mean) + c.pd_handoff_ms * 1e-3
+            fixed_handoff = c.pd_handoff_ms * 1e-3
             waiting = capacity * main.replicas / prefill_role.replicas
         p_hw = prefill_side.hardware
         chunk = _chunk(prefill_side.worker, new_tokens)
@@ -500,7 +501,7 @@ class PerformanceModel:
             single=PrefillCost(mean_latency, mean_gpu, 1.0),
             batched=self._prefill_cost(p_hw, new_tokens, cached, chunk, waiting),
             overhead_s=c.ttft_overhead_ms * 1e-3,
-            handoff_s=handoff,
+            handoff_s=transfer_of(input_mean) + fixed_handoff,
             ranks=prefill_side.worker.attention_dp,
         )
         return _Plan(
@@ -511,7 +512,7 @@ class PerformanceModel:
             output_tokens=output_mean,
             service_cv=spread / mean_latency if mean_latency > 0 else 0.0,
             own_quantile_s=own_quantile,
-            mean_transfer_s=transfer_of(input_mean),
+            fixed_handoff_s=fixed_handoff,
         )
 
     def _role(
@@ -645,8 +646,8 @@ def _percentiles(
     for edge in _OWN_PREFILL_EDGES:
         own.append((edge - lower, plan.own_quantile_s(edge)))
         lower = edge
-    # The own latencies carry each prompt's KV transfer; the hand-off keeps its fixed part.
-    constant = prefill.overhead_s + residual + prefill.handoff_s - plan.mean_transfer_s
+    # The own latencies carry each prompt's KV transfer; only the hand-off's fixed part is common to all.
+    constant = prefill.overhead_s + residual + plan.fixed_handoff_s
     # The quantile of the sum of the waits and the request's own prefill (not the sum of their quantiles).
     for q, value in zip(_PERCENTILES, latency_quantiles(constant, prefill_wait, slot, own, _PERCENTILES), strict=True):
         ttft_q[q] = max(value, 0.0)
