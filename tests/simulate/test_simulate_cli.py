@@ -33,8 +33,12 @@ def test_json_has_one_object_with_a_sane_summary(capsys: pytest.CaptureFixture[s
     assert summary["cost_ratio_vs_oracle"] == pytest.approx(
         summary["cost_per_mtok"] / summary["oracle_cost_per_mtok"], rel=1e-3
     )
-    # The oracle is the cheapest fleet found among candidates that include the plan itself.
-    assert summary["cost_ratio_vs_oracle"] >= 0.95
+    # The oracle is the cheapest fleet that met every SLO among the candidates checked, the plan itself among them
+    # (the loop may end under it: an exploration can find a fleet the search never tried, as seed 3's TP2 ×1).
+    checks = data["oracle"]["checks"]
+    assert data["plan"]["chosen"] in {check["config"] for check in checks}
+    cheapest = min((check for check in checks if check["met"]), key=lambda check: check["cost_per_mtok"])
+    assert data["oracle"]["config"] == cheapest["config"] == summary["oracle_config"]
     assert 0.0 <= summary["slo_met_fraction"] <= 1.0
     assert summary["slo_windows_counted"] >= 1
     assert summary["changes"] == sum(

@@ -28,7 +28,7 @@ from frontier_operator.tuning.actions import (
     gate,
 )
 from frontier_operator.tuning.apply import applied_after, model_after
-from frontier_operator.tuning.calibration import CalibrationState, update_calibration
+from frontier_operator.tuning.calibration import CalibrationState, LatencyMetric, update_calibration
 from frontier_operator.tuning.canary import canary_fleet
 from frontier_operator.tuning.decisions import decide
 from frontier_operator.tuning.observation import Observation, Variant
@@ -396,25 +396,75 @@ def test_exploration_takes_the_largest_optimistic_saving_whichever_plan_offers_i
     assert "could be 26% cheaper" in decision.reason
 
 
-def test_exploration_does_not_put_half_of_the_traffic_on_a_fleet_the_model_doubts() -> None:
-    # One router pod per revision: the Service would give the canary half of the traffic.
-    decision = _decide(observation(group()), policy=replace(POLICY, exploration_optimism=2.5))
-    assert _hold(decision) is Hold.SLO_MET
-    assert "no cheaper option is predicted to keep it; exploration canaries wait" in decision.reason
-    assert "at least 50% of the traffic, over their limit (exploration 25%)" in decision.reason
-    assert "splitting: http-route" in decision.reason
-    # Asked for half explicitly, the spec's share is the limit.
-    asked = _decide(observation(group()), policy=replace(POLICY, exploration_optimism=2.5, canary_share=0.5))
+# The first tick of a window, where an exploration that the Service would give half is weighed.
+WINDOW_TICK = NOW + 200.0
+
+
+def _through_the_service(
+    optimism: float, calibration: CalibrationState, now: float = WINDOW_TICK, **policy: object
+) -> Decision:
+    return _decide(
+        observation(group(), end=now),
+        model=context(calibration=calibration),
+        policy=replace(POLICY, exploration_optimism=optimism, **policy),  # type: ignore[arg-type]
+        now=now,
+    )
+
+
+def test_through_the_service_an_exploration_takes_half_of_the_traffic_only_on_a_canary_the_model_vouches_for() -> None:
+    # One router pod per revision: the Service gives the canary half of the traffic, over exploration's quarter.
+    # TPOT measured 10 % over the model: right within the drift threshold. bf16 TP4 ×3 meets the SLO as predicted;
+    # its canary (×2) at half the traffic is lightly loaded, and the model vouches for the users it serves.
+    confirmed = _drifted_calibration(windows=3, factor=1.1)
+    assert confirmed.model_confirmed
+    vouched = _through_the_service(3.0, confirmed)
+    action = vouched.action
+    assert isinstance(action, StartCanary) and action.exploration and action.share == 0.5
+    assert action.canary.roles[0].replicas == 2
+    assert "could be 8% cheaper; canary bf16 TP4 cap 64 ×2 on pool h200 takes 50% of traffic" in vouched.reason
+    # Weighed on a window's first tick only: each costs a re-plan with the optimistic model.
+    assert _hold(_through_the_service(3.0, confirmed, now=WINDOW_TICK + 60.0)) is Hold.SLO_MET
+    # The same corrections, but the last window's TTFT came in at 3× the raw model's: it vouches for nothing.
+    caught = replace(
+        confirmed,
+        estimates=tuple(
+            replace(e, last_observed_s=3.0 * e.last_predicted_s)
+            if e.metric is LatencyMetric.TTFT and e.last_predicted_s is not None
+            else e
+            for e in confirmed.estimates
+        ),
+    )
+    assert not caught.model_confirmed
+    assert _hold(_through_the_service(3.0, caught)) is Hold.SLO_MET
+    # With the model exactly right, four sigmas of optimism find eleven fp8 TP1 replicas predicted narrowly over
+    # the SLO (behind a route they are explored on a tenth); six of them at half the traffic carry the same load
+    # per replica, still over it.
+    exact = _drifted_calibration(windows=3, factor=1.0)
+    routed = _decide(
+        observation(group(), end=WINDOW_TICK),
+        model=context(calibration=exact, weighted_route=True),
+        policy=replace(POLICY, exploration_optimism=4.0),
+        now=WINDOW_TICK,
+    )
+    assert isinstance(routed.action, StartCanary) and "fp8 TP1 cap 20 ×11" in routed.reason
+    assert _hold(_through_the_service(4.0, exact)) is Hold.SLO_MET
+    # A share the spec sets is the limit, never exceeded; asked for half, half is what it takes.
+    capped = _through_the_service(3.0, confirmed, canary_share=0.25)
+    assert _hold(capped) is Hold.SLO_MET
+    assert "at least 50% of the traffic, over their limit (cheaper 25%, exploration 25%)" in capped.reason
+    assert "splitting: http-route" in capped.reason
+    asked = _through_the_service(4.0, exact, canary_share=0.5)
     assert isinstance(asked.action, StartCanary) and asked.action.exploration and asked.action.share == 0.5
 
 
 def test_an_exploration_the_service_holds_back_costs_no_optimistic_re_plan() -> None:
-    # Through the Service every exploration canary would take half the traffic: the loop must not re-plan with
-    # an optimistic model on every tick only to refuse what it finds. It predicts as much as with exploration off.
+    # Through the Service every canary would take half the traffic, over the quarter the spec sets: the loop must
+    # not re-plan with an optimistic model on every tick only to refuse what it finds. It predicts as much as with
+    # exploration off.
     calls = []
     for exploration in (False, True):
         predictor = FakePredictor()
-        policy = replace(POLICY, exploration_optimism=2.5, exploration=exploration)
+        policy = replace(POLICY, exploration_optimism=2.5, exploration=exploration, canary_share=0.25)
         decision = _decide(observation(group()), model=context(predictor=predictor), policy=policy)
         assert _hold(decision) is Hold.SLO_MET
         calls.append(predictor.predict_calls)

@@ -315,6 +315,15 @@ class CalibrationState:
         return min((e.confidence for e in self.estimates), default=0.0)
 
     @property
+    def model_confirmed(self) -> bool:
+        """The raw model was right about the fleet in force: every latency metric measured, its last window
+        within the drift threshold of the prediction, and none departing from the plan in force."""
+        return bool(self.estimates) and all(
+            e.drifting_since is None and e.error is not None and abs(e.error) <= self.settings.drift_threshold
+            for e in self.estimates
+        )
+
+    @property
     def drift(self) -> tuple[ModelDrift, ...]:
         if self.last_window_end is None or not self.last_window_s:
             return ()
