@@ -25,7 +25,7 @@ from frontier_operator.tuning.calibration import CalibrationState, Estimate, Lat
 from frontier_operator.tuning.loop import tune
 from frontier_operator.tuning.observation import GroupObservation, Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
-from frontier_operator.tuning.predictor import CalibratedPredictor
+from frontier_operator.tuning.predictor import CalibratedPredictor, learning_reference
 from frontier_operator.tuning.state import AppliedState, ModelContext, RoleReadiness
 from frontier_operator.tuning.structure import latency_role, structure_key
 from frontier_operator.tuning.workload import FAST_HALF_LIFE_WINDOWS, WorkloadEstimate, averaging_lag_s
@@ -174,6 +174,16 @@ class Truth:
         return self.model.predict(
             scenario_request().arch, pool_spec.gpu, config, workload, pool_spec.price_per_gpu_hour
         )
+
+    def reference(self, config: ServingConfig, workload: Workload, calibration: CalibrationState) -> Prediction:
+        """What the loop measures a window against (`learning_reference`): the model, its first token queued
+        as `calibration` says the fleet is loaded."""
+        pool_spec = the_pool()
+        reference = learning_reference(
+            self.model, scenario_request().arch, config, pool_spec, workload, calibration=calibration
+        )
+        assert reference is not None
+        return reference
 
     def predict(self, config: ServingConfig, workload: Workload) -> Prediction:
         """The model with the hidden factors applied consistently: slower decode steps also mean less capacity."""

@@ -61,7 +61,8 @@ def _feed(
 ) -> list[CalibrationState]:
     """Back-to-back windows of a fleet under the spec's traffic, folded in one by one; every state on the way.
 
-    As in the loop, the model is asked about the workload each window actually served.
+    As in the loop, the model is asked about the workload each window actually served, its first token queued
+    as the state so far says the fleet is loaded.
     """
     states = []
     state = calibration or CalibrationState()
@@ -70,7 +71,7 @@ def _feed(
         window = observation(truth.group(config, WORKLOAD, Variant.STABLE), end=end)
         served = variant_workload(window, Variant.STABLE, WORKLOAD)
         assert served is not None
-        state = update_calibration(state, window, config, truth.model_prediction(config, served), end)
+        state = update_calibration(state, window, config, truth.reference(config, served, state), end)
         states.append(state)
     return states
 

@@ -435,7 +435,12 @@ def test_through_the_service_an_exploration_takes_half_of_the_traffic_only_on_a_
         ),
     )
     assert not caught.model_confirmed
-    assert _hold(_through_the_service(3.0, caught)) is Hold.SLO_MET
+    unvouched = _through_the_service(3.0, caught)
+    assert _hold(unvouched) is Hold.SLO_MET
+    assert "exploration canaries wait: the target's Service gives any canary at least 50% of the traffic" in (
+        unvouched.reason
+    )
+    assert "once the model, confirmed on the running fleet, vouches for its canary" in unvouched.reason
     # With the model exactly right, four sigmas of optimism find eleven fp8 TP1 replicas predicted narrowly over
     # the SLO (behind a route they are explored on a tenth); six of them at half the traffic carry the same load
     # per replica, still over it.
@@ -452,7 +457,7 @@ def test_through_the_service_an_exploration_takes_half_of_the_traffic_only_on_a_
     capped = _through_the_service(3.0, confirmed, canary_share=0.25)
     assert _hold(capped) is Hold.SLO_MET
     assert "at least 50% of the traffic, over their limit (cheaper 25%, exploration 25%)" in capped.reason
-    assert "splitting: http-route" in capped.reason
+    assert "splitting: http-route" in capped.reason and "vouches" not in capped.reason
     asked = _through_the_service(4.0, exact, canary_share=0.5)
     assert isinstance(asked.action, StartCanary) and asked.action.exploration and asked.action.share == 0.5
 
@@ -530,6 +535,26 @@ def test_a_new_engine_image_that_cannot_be_canaried_says_why_it_waits(
     decision = _decide(observation(group()), model=context(image=new_image, **model), policy=policy)
     assert not isinstance(decision.action, StartCanary)
     assert f"engine image {new_image} waits: " in decision.reason and says in decision.reason
+
+
+def test_a_fleet_rolled_back_for_its_projection_at_a_heavier_traffic_is_tried_again_a_quarter_lighter() -> None:
+    window = observation(group(tpot_p50=0.025, ttft_p99=1.5, running=60))
+    first = _decide(window, applied(runner_up(0)))
+    assert isinstance(first.action, StartCanary) and first.action.config == CHEAP
+    started = applied_after(applied(runner_up(0)), first.action, NOW - 3600, revision="rev-cheap")
+    rate = WORKLOAD.request_rate_per_s
+
+    def after_rollback(at_rate_per_s: float | None) -> Decision:
+        rollback = RollbackCanary("rev-cheap", RollbackCause.SLO_BREACH, at_rate_per_s)
+        return _decide(window, applied_after(started, rollback, NOW - 1800))
+
+    # Rolled back for another cause, or projected to fail at today's traffic or a little more: not for a day.
+    for at_rate in (None, rate, rate / POLICY.retry_rejected_below * 0.99):
+        again = after_rollback(at_rate)
+        assert not (isinstance(again.action, StartCanary) and again.action.config == CHEAP), (at_rate, again)
+    # Today's traffic is a quarter under the rate its full fleet was projected to fail at.
+    retried = after_rollback(rate / POLICY.retry_rejected_below * 1.01)
+    assert isinstance(retried.action, StartCanary) and retried.action.config == CHEAP, retried
 
 
 def test_a_rolled_back_image_is_not_canaried_again_for_a_day() -> None:
@@ -629,7 +654,7 @@ def test_a_canary_whose_full_fleet_would_run_within_the_models_error_of_its_capa
     # window of the canary leaves on its latencies — and its capacity is what a tenth of the traffic shows least.
     state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=POLICY.canary_min_duration_s + 60))
     decision = _decide(_pair(DEAR, CHEAP), state)
-    assert decision.action == RollbackCanary("rev-canary", RollbackCause.SLO_BREACH)
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.SLO_BREACH, 4.0)
     assert "projected to miss capacity (4.37 requests/s for 4 with a 10% margin)" in decision.reason
 
 
@@ -670,8 +695,12 @@ def test_a_canary_that_keeps_the_slo_at_its_share_but_not_at_the_whole_traffic_i
     # full fleet short of the whole rate. The reason says which bounds fail and why.
     state = applied(DEAR, canary=_canary(CHEAP, ready_for_s=POLICY.canary_min_duration_s + 60))
     decision = _decide(_pair(DEAR, CHEAP, canary_tpot_p50=0.018), state)
-    assert decision.action == RollbackCanary("rev-canary", RollbackCause.SLO_BREACH)
-    assert "full fleet at today's traffic is projected to miss p50 TPOT (saturated)" in decision.reason
+    # The rejection remembers the traffic it was made at: under a lighter load the fleet is tried again.
+    assert decision.action == RollbackCanary("rev-canary", RollbackCause.SLO_BREACH, WORKLOAD.request_rate_per_s)
+    assert (
+        f"full fleet at today's traffic ({WORKLOAD.request_rate_per_s:.3g} requests/s) is projected" in decision.reason
+    )
+    assert "to miss p50 TPOT (saturated)" in decision.reason
     assert "capacity (" in decision.reason
 
 

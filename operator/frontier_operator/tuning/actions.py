@@ -129,6 +129,8 @@ class PromoteCanary:
 class RollbackCanary:
     revision: str
     cause: RollbackCause
+    # The fleet's request rate its full fleet was projected to fail at (None: rolled back for another reason).
+    at_rate_per_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def applied_after(
         )
     if isinstance(action, RollbackCanary) and applied.canary is not None:
         canary = applied.canary
-        rejected = RejectedConfig(rejection_key(canary.config, canary.pool, canary.image), now)
+        rejected = RejectedConfig(rejection_key(canary.config, canary.pool, canary.image), now, action.at_rate_per_s)
         return replace(state, canary=None, rejected=(*applied.rejected, rejected))
     return state
 

@@ -65,10 +65,10 @@ from frontier_operator.tuning.actions import (
     format_seconds,
 )
 from frontier_operator.tuning.calibration import CalibrationState, LatencyMetric, update_calibration
-from frontier_operator.tuning.forecast import FasterModel, Forecaster, raw_prediction
+from frontier_operator.tuning.forecast import FasterModel, Forecaster
 from frontier_operator.tuning.observation import Variant
 from frontier_operator.tuning.policy import ROUTED_CANARY_SHARE, TuningPolicy
-from frontier_operator.tuning.predictor import CalibratedPredictor
+from frontier_operator.tuning.predictor import CalibratedPredictor, learning_reference
 from frontier_operator.tuning.replan import corrected_plan, current_workload
 from frontier_operator.tuning.situation import Proposal, Situation
 from frontier_operator.tuning.slo import describe_standings, standings
@@ -177,9 +177,20 @@ def _judged_workload(s: Situation) -> Workload:
 
 
 def _rejected_recently(s: Situation, config: ServingConfig, pool: GpuPool, image: str | None = None) -> bool:
+    """A canary of this structure was rolled back within `retry_rejected_after_s`, for a cause today still has.
+
+    A full fleet projected to fail at the traffic of its verdict may not fail at a quarter less: the peak had
+    rejected for the day the fleet that is cheapest at the trough (Llama-70B under diurnal traffic: TP2 ×1,
+    projected over the TPOT bound at 5.8 requests/s at 0:25, is the plan's own choice at 3.5 requests/s).
+    """
     key = rejection_key(config, pool.name, image)
     since = s.now - s.policy.retry_rejected_after_s
-    return any(r.key == key and r.at > since for r in s.applied.rejected)
+    rate = _judged_workload(s).request_rate_per_s
+    below = s.policy.retry_rejected_below
+    return any(
+        r.key == key and r.at > since and (r.at_rate_per_s is None or rate > r.at_rate_per_s * below)
+        for r in s.applied.rejected
+    )
 
 
 def _fleet_workload(s: Situation) -> Workload:
@@ -287,9 +298,9 @@ def held_canaries(s: Situation) -> tuple[tuple[CanaryMotive, ...], str]:
     Behind a weighted route that its Gateway or mesh has refused, no split is in force: every canary waits; an
     accepted one holds back a motive whose share (`_routed_share`) completes too few requests to be judged.
     Through the target's Service, the lightest canary is one entry pod beside the stable revision's; a motive
-    whose limit is under even that share waits — save an exploration under no share the spec set, which may
-    exceed its quarter where the model vouches for the canary (`_safe_at_share`): which canary is known only
-    once the optimistic plan has found it.
+    whose limit is under even that share waits — save an exploration under no share the spec set while the
+    model is confirmed on the running fleet, which may exceed its quarter where the model vouches for the canary
+    (`_safe_at_share`): which canary is known only once the optimistic plan has found it.
     """
     motives = (CanaryMotive.CHEAPER, CanaryMotive.EXPLORATION) if s.policy.exploration else (CanaryMotive.CHEAPER,)
     if s.model.weighted_route:
@@ -302,19 +313,27 @@ def held_canaries(s: Situation) -> tuple[tuple[CanaryMotive, ...], str]:
         largest = max(shares[m] for m in starved)
         return starved, f"{' and '.join(m.value for m in starved)} canaries wait: {_too_few_requests(s, largest)}"
     lightest = lightest_service_share(s.config, s.model.router_replicas)
+    vouching = s.model.calibration.model_confirmed
     over = {
         m: limit
         for m in motives
-        if (limit := _share_limit(s.policy, m)) is not None and lightest > limit and not _may_exceed(s.policy, m)
+        if (limit := _share_limit(s.policy, m)) is not None
+        and lightest > limit
+        and not (vouching and _may_exceed(s.policy, m))
     }
     if not over:
         return (), ""
     held = tuple(over)
     limits = ", ".join(f"{m.value} {limit:.0%}" for m, limit in over.items())
+    unconfirmed = (
+        " (an exploration may take more once the model, confirmed on the running fleet, vouches for its canary)"
+        if any(_may_exceed(s.policy, m) for m in held)
+        else ""
+    )
     return held, (
         f"{' and '.join(m.value for m in held)} canaries wait: the target's Service gives any canary at least "
-        f"{lightest:.0%} of the traffic, over their limit ({limits}); spec.serving.traffic.splitting: http-route "
-        "sets the share exactly"
+        f"{lightest:.0%} of the traffic, over their limit ({limits}){unconfirmed}; "
+        "spec.serving.traffic.splitting: http-route sets the share exactly"
     )
 
 
@@ -489,11 +508,11 @@ def _exploration_allowed(s: Situation) -> bool:
     lightest = lightest_service_share(s.config, s.model.router_replicas)
     if s.model.weighted_route or lightest <= s.policy.exploration_share:
         return True
-    # Through a Service that gives more than the quarter, a canary must be vouched for (`_safe_at_share`): none is
-    # without a confirmed model, and with one the candidate moves only with the windows the model learns from.
+    # Through a Service that gives more than the quarter, a canary must be vouched for (`_safe_at_share`) by a
+    # confirmed model (`held_canaries`), and the candidate moves only with the windows the model learns from.
     # The optimistic re-plan is then made on the first tick of each window: on every tick, it had quadrupled the
     # closed-loop bench's CPU time (GLM-5: 12 s → 196 s for six simulated hours).
-    return s.model.calibration.model_confirmed and s.now % s.policy.window_s < s.policy.interval_s
+    return s.now % s.policy.window_s < s.policy.interval_s
 
 
 def _optimistic_share(config: ServingConfig, optimism: float) -> float:
@@ -607,9 +626,14 @@ def recent_changes(s: Situation) -> int:
 # -------------------------------------------------------------------------------------------- verdict
 
 
-def _rollback(s: Situation, canary: CanaryState, cause: RollbackCause, why: str) -> Decision:
+def _rollback(
+    s: Situation, canary: CanaryState, cause: RollbackCause, why: str, at_rate_per_s: float | None = None
+) -> Decision:
     return Decision(
-        RollbackCanary(canary.revision, cause), f"roll back canary {canary.revision}: {why}", s.now, s.standing
+        RollbackCanary(canary.revision, cause, at_rate_per_s),
+        f"roll back canary {canary.revision}: {why}",
+        s.now,
+        s.standing,
     )
 
 
@@ -752,7 +776,11 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
     canary_load = variant_workload(s.observation, Variant.CANARY, s.workload)
     total = _fleet_workload(s)
     base = s.forecaster.predictor.base
-    raw = raw_prediction(base, s.forecaster.arch, canary.deployed, pool, canary_load) if canary_load else None
+    raw = (
+        learning_reference(base, s.forecaster.arch, canary.deployed, pool, canary_load, calibration=s.model.calibration)
+        if canary_load
+        else None
+    )
     learnt = (
         update_calibration(s.model.calibration, s.observation, canary.deployed, raw, s.now, variant=Variant.CANARY)
         if raw is not None
@@ -803,7 +831,9 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
             s,
             canary,
             RollbackCause.SLO_BREACH,
-            f"its full fleet at today's traffic is projected to miss {', '.join(short)}",
+            f"its full fleet at today's traffic ({total.request_rate_per_s:.3g} requests/s) is projected to miss "
+            f"{', '.join(short)}",
+            at_rate_per_s=total.request_rate_per_s,
         )
     margin = s.policy.promote_margin
     ratio = projected.cost_per_mtok / stable.cost_per_mtok if stable.cost_per_mtok > 0 else math.inf

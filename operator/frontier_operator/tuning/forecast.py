@@ -79,16 +79,6 @@ class Forecaster:
         return fit.max_batch_at_context if fit.fits else None
 
 
-def raw_prediction(
-    predictor: Predictor, arch: ModelArch, config: ServingConfig, pool: GpuPool, workload: Workload
-) -> Prediction | None:
-    """The uncorrected model's prediction (what calibration measures against); None if unpredictable."""
-    try:
-        return predictor.predict(arch, pool.gpu, config, workload, pool.price_per_gpu_hour)
-    except UnpredictableConfig:
-        return None
-
-
 def _faster(percentiles: Percentiles, optimism: float) -> Percentiles:
     return Percentiles(*(percentiles.at(p) * optimism for p in (50, 90, 95, 99)))
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass, replace
 from frontier_operator.tuning.actions import Decision
 from frontier_operator.tuning.calibration import CalibrationState, update_calibration
 from frontier_operator.tuning.decisions import decide
-from frontier_operator.tuning.forecast import raw_prediction
 from frontier_operator.tuning.observation import Observation, Variant
 from frontier_operator.tuning.policy import TuningPolicy
-from frontier_operator.tuning.predictor import role_capacities
+from frontier_operator.tuning.predictor import learning_reference, role_capacities
 from frontier_operator.tuning.slo import standings
 from frontier_operator.tuning.state import AppliedState, ModelContext
 from frontier_operator.tuning.workload import serving_group, variant_workload
@@ -49,7 +48,9 @@ def calibrate(
     workload = variant_workload(observation, Variant.STABLE, model.plan_workload or model.request.workload)
     if pool is None or workload is None:
         return calibration
-    predicted = raw_prediction(model.predictor, model.request.arch, applied.config, pool, workload)
+    predicted = learning_reference(
+        model.predictor, model.request.arch, applied.config, pool, workload, calibration=calibration
+    )
     if predicted is None:
         return calibration
     limits = role_capacities(

@@ -44,6 +44,10 @@ CANARY_DATA_DEADLINE_FACTOR = 2.0
 EXPLORATION_INTERVAL_S = 6 * HOUR_S
 EXPLORATION_OPTIMISM = 1.0
 RETRY_REJECTED_AFTER_S = 24 * HOUR_S
+# ... save one whose full fleet was projected to fail at the traffic of its verdict: that fleet is tried again
+# once the traffic it would be judged on is this fraction of that rate or less (a quarter lighter). Steady
+# traffic never falls that far; a diurnal trough does, where the fleet the peak rejected is the cheapest.
+RETRY_REJECTED_BELOW = 0.75
 # A canary's share behind a weighted HTTPRoute when spec.tuning.canary.trafficShare is not set: enough requests
 # to judge at a few requests/s (a tenth of 4/s is 120 per 5-min window), few users exposed. Under that rate the
 # share grows to what a verdict needs (`tuning.canary._routed_share`).
@@ -84,6 +88,7 @@ class TuningPolicy:
     exploration_interval_s: float = EXPLORATION_INTERVAL_S
     exploration_optimism: float = EXPLORATION_OPTIMISM
     retry_rejected_after_s: float = RETRY_REJECTED_AFTER_S
+    retry_rejected_below: float = RETRY_REJECTED_BELOW
     workload_shift: float = WORKLOAD_SHIFT
     cache_hit_shift: float = CACHE_HIT_SHIFT
 

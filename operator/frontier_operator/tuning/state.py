@@ -70,6 +70,9 @@ class RejectedConfig:
 
     key: str
     at: float
+    # The fleet's request rate when the rollback was for its full fleet's projection at that traffic (None:
+    # any other cause): under a lighter load it is tried again before the day is out (`retry_rejected_below`).
+    at_rate_per_s: float | None = None
 
 
 @dataclass(frozen=True)
