@@ -55,10 +55,11 @@ def corrected_prediction(
     if rate >= capacity:
         ttft = tpot = itl = e2e = Percentiles(math.inf, math.inf, math.inf, math.inf)
     else:
-        ttft = _scaled(queued_ttft or raw.ttft, ttft_factor, ttft_tail)
+        first = raw.ttft if queued_ttft is None else queued_ttft
+        ttft = _scaled(first, ttft_factor, ttft_tail)
         tpot = _scaled(raw.tpot, tpot_factor, tpot_tail)
         itl = _scaled(raw.itl, tpot_factor, tpot_tail)
-        e2e = _e2e(raw.e2e, raw.ttft, _scaled(queued_ttft or raw.ttft, ttft_factor), tpot_factor)
+        e2e = _e2e(raw.e2e, raw.ttft, _scaled(first, ttft_factor), tpot_factor)
     served_raw, served = min(rate, raw.max_request_rate_per_s), min(rate, capacity)
     scale = 1.0 if served_raw == served else (served_raw / served if served > 0 else math.inf)
     return replace(

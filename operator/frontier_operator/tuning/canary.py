@@ -185,12 +185,14 @@ def _rejected_recently(s: Situation, config: ServingConfig, pool: GpuPool, image
     """
     key = rejection_key(config, pool.name, image)
     since = s.now - s.policy.retry_rejected_after_s
-    rate = _judged_workload(s).request_rate_per_s
-    below = s.policy.retry_rejected_below
-    return any(
-        r.key == key and r.at > since and (r.at_rate_per_s is None or rate > r.at_rate_per_s * below)
-        for r in s.applied.rejected
-    )
+    rates = [r.at_rate_per_s for r in s.applied.rejected if r.key == key and r.at > since]
+    if not rates:
+        return False
+    if None in rates:
+        return True
+    # Only now the rate it would be judged on: every candidate of every tick asks, and most have no rejection.
+    judged = _judged_workload(s).request_rate_per_s
+    return any(judged > rate * s.policy.retry_rejected_below for rate in rates if rate is not None)
 
 
 def _fleet_workload(s: Situation) -> Workload:
@@ -267,7 +269,7 @@ def _safe_at_share(s: Situation, canary: ServingConfig, pool: GpuPool, share: fl
     9× the model's, a TP2 canary predicted at 1.2 s p99 TTFT for half the traffic measured 4.15 s of 4 s. A share
     the spec asks for is a limit the user set and is never exceeded.
     """
-    if not (_may_exceed(s.policy, motive) and s.model.calibration.model_confirmed):
+    if not _vouchable(s, motive):
         return False
     judged = _judged_workload(s)
     at_share = replace(judged, request_rate_per_s=judged.request_rate_per_s * share)
@@ -277,6 +279,11 @@ def _safe_at_share(s: Situation, canary: ServingConfig, pool: GpuPool, share: fl
 def _may_exceed(policy: TuningPolicy, motive: CanaryMotive) -> bool:
     """A canary of `motive` may take more than its limit where the model vouches for it (`_safe_at_share`)."""
     return motive is CanaryMotive.EXPLORATION and policy.canary_share is None
+
+
+def _vouchable(s: Situation, motive: CanaryMotive) -> bool:
+    """A canary of `motive` may take more than its limit today: the model is confirmed on the running fleet."""
+    return _may_exceed(s.policy, motive) and s.model.calibration.model_confirmed
 
 
 def _share_limit(policy: TuningPolicy, motive: CanaryMotive) -> float | None:
@@ -313,13 +320,10 @@ def held_canaries(s: Situation) -> tuple[tuple[CanaryMotive, ...], str]:
         largest = max(shares[m] for m in starved)
         return starved, f"{' and '.join(m.value for m in starved)} canaries wait: {_too_few_requests(s, largest)}"
     lightest = lightest_service_share(s.config, s.model.router_replicas)
-    vouching = s.model.calibration.model_confirmed
     over = {
         m: limit
         for m in motives
-        if (limit := _share_limit(s.policy, m)) is not None
-        and lightest > limit
-        and not (vouching and _may_exceed(s.policy, m))
+        if (limit := _share_limit(s.policy, m)) is not None and lightest > limit and not _vouchable(s, m)
     }
     if not over:
         return (), ""
