@@ -513,6 +513,45 @@ def test_exploration_waits_for_its_interval() -> None:
     assert _hold(decision) is Hold.SLO_MET
 
 
+# The plan in force chooses FP8 TP4 ×3: the stable BF16 TP4 ×3's 12 GPUs, and room for 6.01 requests/s against 5.15.
+ROOMIER = replace(base_plan(), chosen=base_plan().runner_ups[1].candidate)
+
+
+def _at_rate(rate: float) -> Observation:
+    return observation(group(rate=rate, tpot_p50=0.025, ttft_p99=1.5, running=60))
+
+
+def test_a_fleet_meeting_the_slo_without_headroom_canaries_the_plan_that_has_it_at_no_more_cost() -> None:
+    model = context(calibration=budget_spent(), plan=ROOMIER)
+    decision = _decide(_at_rate(5.0), applied(runner_up(0)), model)
+    action = decision.action
+    assert isinstance(action, StartCanary) and action.motive is CanaryMotive.HEADROOM
+    assert action.config == ROOMIER.chosen.config
+    assert action.predicted_cost_per_mtok == pytest.approx(action.stable_cost_per_mtok)
+    assert decision.reason.startswith(
+        "the stable fleet carries 5.15 requests/s for 5, under the 5% headroom the planner sizes for; "
+        "the plan's fp8 TP4 cap 96 ×3 carries 6.01"
+    )
+    # With the headroom (5.15 for 4.6), or when the plan costs more, the stable fleet stays.
+    assert _hold(_decide(_at_rate(4.6), applied(runner_up(0)), model)) is Hold.SLO_MET
+    dearer = replace(
+        ROOMIER, chosen=replace(ROOMIER.chosen, config=with_replicas(ROOMIER.chosen.config, Role.UNIFIED, 4))
+    )
+    assert _hold(_decide(_at_rate(5.0), applied(runner_up(0)), context(calibration=budget_spent(), plan=dearer))) is (
+        Hold.SLO_MET
+    )
+
+
+def test_a_headroom_canary_is_promoted_at_the_stable_fleets_cost_where_a_cheaper_one_is_not() -> None:
+    for motive, verdict in (
+        (CanaryMotive.HEADROOM, PromoteCanary("rev-canary")),
+        (CanaryMotive.CHEAPER, RollbackCanary("rev-canary", RollbackCause.NOT_CHEAPER)),
+    ):
+        canary = replace(_canary(ROOMIER.chosen.config, ready_for_s=POLICY.canary_min_duration_s + 60), motive=motive)
+        decision = _decide(_pair(runner_up(0), ROOMIER.chosen.config, rate=5.0), applied(runner_up(0), canary=canary))
+        assert decision.action == verdict, decision
+
+
 def test_a_new_engine_image_goes_through_a_canary() -> None:
     decision = _decide(observation(group()), model=context(image="lmsysorg/sglang:v0.5.24-cu130"))
     assert isinstance(decision.action, StartCanary)

@@ -431,13 +431,15 @@ class CanarySpec(ApiModel):
     With service splitting, the most it may receive: the target's Service spreads connections evenly over the
     entry pods of both revisions (router pods, else the one engine leader), so a canary receives its entry pods'
     share, half when each revision has one router pod or one replica, and a lower value holds back cheaper,
-    exploration and image canaries (not a remedy canary for a violated SLO). Default: 10% with http-route, raised
-    when 10% of the traffic would complete too few requests per window to judge the canary; at most 25% for an
-    exploration canary and no limit for the others with service."""
+    headroom, exploration and image canaries (not a remedy canary for a violated SLO). Default: 10% with
+    http-route, raised when 10% of the traffic would complete too few requests per window to judge the canary; at
+    most 25% for an exploration canary and no limit for the others with service."""
     min_duration: Duration = Duration(900.0, "15m")
     """Shortest comparison before a canary is promoted or rolled back. Default: 15m."""
     promote_margin: Fraction = Fraction(0.03, "3%")
-    """How much cheaper a canary must be, meeting every SLO, to be promoted. Default: 3%."""
+    """How much cheaper a canary must be, meeting every SLO, to be promoted; an image canary, or a headroom canary
+    (the plan in force, for a stable fleet without the capacity headroom the planner sizes for), may cost up to
+    this much more. Default: 3%."""
 
 
 _NOT_SHORTER = "!has(self.{longer}) || !has(self.interval) || duration(self.{longer}) >= duration(self.interval)"

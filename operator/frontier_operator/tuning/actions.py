@@ -46,6 +46,9 @@ class CanaryMotive(StrEnum):
     CHEAPER = "cheaper"
     EXPLORATION = "exploration"
     IMAGE = "image"
+    # The stable fleet meets the SLO without the capacity headroom the planner sizes for; the plan in force has
+    # it at no more cost.
+    HEADROOM = "headroom"
     # The SLO is violated and no in-place step within the GPU budget is projected to clear it.
     REMEDY = "remedy"
 

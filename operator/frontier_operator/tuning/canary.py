@@ -18,8 +18,8 @@ the stable fleet cannot carry.
 * an SLO the canary breaks while stable keeps it → roll back at once, before the minimum duration;
 * after the minimum duration: the canary must meet every SLO itself, and its full fleet — projected with
   a correction learnt from the canary's own window, at the whole fleet's traffic — must meet every SLO and
-  cost less than the stable fleet by more than the promotion margin (an image canary: not cost more);
-  otherwise roll back.
+  cost less than the stable fleet by more than the promotion margin (an image or a headroom canary: not cost
+  more than the margin over it); otherwise roll back.
 
 **Exploration** (the jagged frontier): among the plan's neighbours — or, when none qualifies, those of the
 plan a one-sigma-pessimistic model would hide (`_optimistic_neighbours`) — the one whose optimistic cost
@@ -27,6 +27,10 @@ plan a one-sigma-pessimistic model would hide (`_optimistic_neighbours`) — the
 beats the stable fleet by the margin most, unless it is simply the cheaper plan. At most one per
 exploration interval, only with room for two changes in the hourly budget, and never a configuration
 rolled back in the last day.
+
+**Headroom.** A stable fleet that meets the SLO but, by the corrected model, carries today's traffic without the
+capacity headroom the planner sizes for, while the plan in force is a different structure that has it at no more
+cost: the plan is canaried (`headroom_canary`).
 
 **Remedy.** When the SLO is violated and no replica, batch-cap or P:D step within the GPU budget is projected
 to clear it (`decisions._remedy`), the cheapest fleet of the plan in force — re-planned with the corrected
@@ -443,6 +447,47 @@ def cheaper_canary(s: Situation) -> Proposal | None:
     return None
 
 
+def headroom_canary(s: Situation) -> Proposal | None:
+    """The plan in force, a different structure at no more cost, carries today's traffic with the headroom the
+    planner sizes for, which the stable fleet, meeting the SLO for now, lacks.
+
+    A fleet at its capacity meets the SLO until the rate's own fluctuations build a queue it cannot drain: after
+    a drift re-plan Kimi-K2.5's corrected plan (the same 40 GPUs with an FP8 KV cache, room for twice the decode
+    batch) cost what the stable fleet did, so no cheaper canary started, while the stable fleet, corrected to
+    40.2 requests/s of capacity for 40 offered, met the SLO for an hour, then let its p99 TTFT climb from 6.5 s
+    (1:24) to 43 s of 30 (2:00). Scaling up, and canarying the plan as the cheaper fleet 20 min later, took three
+    changes after the first hour; this canary, started at 0:32 and promoted at 0:56, takes two before it. Judged
+    as an image canary: it must meet the SLO and cost no more than the margin over the stable fleet.
+    """
+    plan = s.model.plan
+    if not isinstance(plan, Plan) or plan.chosen not in _neighbours(s):
+        return None
+    workload = _judged_workload(s)
+    stable = s.forecaster.predict(s.config, s.pool, workload)
+    if stable is None or s.forecaster.carries(stable, workload, s.policy.capacity_headroom):
+        return None
+    prediction = s.forecaster.predict(plan.chosen.config, plan.chosen.pool, workload)
+    if prediction is None or not s.serves(prediction, workload):
+        return None
+    if prediction.cost_per_mtok > stable.cost_per_mtok * (1.0 + s.policy.promote_margin):
+        return None
+    why = (
+        f"the stable fleet carries {stable.max_request_rate_per_s:.3g} requests/s for "
+        f"{workload.request_rate_per_s:.3g}, under the {s.policy.capacity_headroom:.0%} headroom the planner sizes "
+        f"for; the plan's {describe_config(plan.chosen.config)} carries {prediction.max_request_rate_per_s:.3g} at "
+        f"${prediction.cost_per_mtok:.3g}/Mtok against the stable ${stable.cost_per_mtok:.3g}/Mtok"
+    )
+    return _start(
+        s,
+        config=plan.chosen.config,
+        pool=plan.chosen.pool,
+        motive=CanaryMotive.HEADROOM,
+        stable_cost=stable.cost_per_mtok,
+        cost=prediction.cost_per_mtok,
+        why=why,
+    )
+
+
 def _remedy_share(s: Situation, workload: Workload) -> float:
     """A remedy canary's share behind a weighted route: what the stable fleet cannot carry, within [the policy's,
     half].
@@ -842,7 +887,8 @@ def _verdict(s: Situation, canary: CanaryState, canary_standing: tuple[SloStandi
     margin = s.policy.promote_margin
     ratio = projected.cost_per_mtok / stable.cost_per_mtok if stable.cost_per_mtok > 0 else math.inf
     costs = f"${projected.cost_per_mtok:.3g}/Mtok against the stable ${stable.cost_per_mtok:.3g}/Mtok"
-    good_enough = ratio <= 1.0 + margin if canary.motive is CanaryMotive.IMAGE else ratio < 1.0 - margin
+    no_dearer = canary.motive in (CanaryMotive.IMAGE, CanaryMotive.HEADROOM)
+    good_enough = ratio <= 1.0 + margin if no_dearer else ratio < 1.0 - margin
     if not good_enough:
         return _rollback(s, canary, RollbackCause.NOT_CHEAPER, f"it meets the SLO but costs {costs}")
     return Decision(

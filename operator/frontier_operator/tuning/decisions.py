@@ -49,6 +49,7 @@ from frontier_operator.tuning.canary import (
     canary_health,
     cheaper_canary,
     explore,
+    headroom_canary,
     held_canaries,
     image_canary,
     image_waiting,
@@ -414,7 +415,7 @@ def _save(s: Situation) -> Proposal:
     if proposal is not None:
         return proposal
     rising = rise_outlasting_a_canary(s)
-    canaries = [lambda: cheaper_canary(s), lambda: explore(s)] if rising is None else []
+    canaries = [lambda: cheaper_canary(s), lambda: headroom_canary(s), lambda: explore(s)] if rising is None else []
     proposal = _first([lambda: batch_cap_up(s), *canaries])
     if proposal is not None:
         return proposal
