@@ -409,12 +409,15 @@ def _neighbours(s: Situation, plan: Plan | None = None) -> list[Evaluated]:
     if plan is None:
         return []
     candidates = [plan.chosen, *(r.candidate for r in plan.runner_ups)]
-    return [
-        c
-        for c in candidates
-        if not (c.pool.name == s.pool.name and same_structure(c.config, s.config))
-        and not _rejected_recently(s, c.config, c.pool)
-    ]
+    return [c for c in candidates if _worth_a_canary(s, c)]
+
+
+def _worth_a_canary(s: Situation, candidate: Evaluated) -> bool:
+    """`candidate` is not the stable structure, and was not rejected recently."""
+    config, pool = candidate.config, candidate.pool
+    if pool.name == s.pool.name and same_structure(config, s.config):
+        return False
+    return not _rejected_recently(s, config, pool)
 
 
 def cheaper_canary(s: Situation) -> Proposal | None:
@@ -460,7 +463,7 @@ def headroom_canary(s: Situation) -> Proposal | None:
     as an image canary: it must meet the SLO and cost no more than the margin over the stable fleet.
     """
     plan = s.model.plan
-    if not isinstance(plan, Plan) or plan.chosen not in _neighbours(s):
+    if not isinstance(plan, Plan) or not _worth_a_canary(s, plan.chosen):
         return None
     workload = _judged_workload(s)
     stable = s.forecaster.predict(s.config, s.pool, workload)

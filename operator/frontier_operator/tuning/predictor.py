@@ -79,12 +79,18 @@ class CalibratedPredictor(PredictorWrapper):
         raw = self.base.predict(arch, gpu, config, workload, price_per_gpu_hour)
         ttft_factor, ttft_tail = self.factors(config, LatencyMetric.TTFT)
         tpot_factor, tpot_tail = self.factors(config, LatencyMetric.TPOT)
-        if (ttft_factor, tpot_factor, ttft_tail, tpot_tail) == (1.0, 1.0, 1.0, 1.0) and not self.capacity_factors(
-            config
-        ):
+        measured = self.capacity_factors(config)
+        if (ttft_factor, tpot_factor, ttft_tail, tpot_tail) == (1.0, 1.0, 1.0, 1.0) and not measured:
             return raw
         capacity_factor, queued = self.loaded(
-            arch, gpu, config, workload, price_per_gpu_hour=price_per_gpu_hour, raw=raw
+            arch,
+            gpu,
+            config,
+            workload,
+            price_per_gpu_hour=price_per_gpu_hour,
+            raw=raw,
+            tpot_factor=tpot_factor,
+            measured=measured,
         )
         return corrected_prediction(
             raw,
@@ -106,9 +112,12 @@ class CalibratedPredictor(PredictorWrapper):
         *,
         price_per_gpu_hour: float,
         raw: Prediction,
+        tpot_factor: float,
+        measured: dict[Role, float],
     ) -> tuple[float, Percentiles]:
         """How many times the raw model's capacity the corrected fleet's is short of (< 1: it carries more), and
-        the raw model's TTFT at the rate that loads its fleet as the offered rate loads the corrected one.
+        the raw model's TTFT at the rate that loads its fleet as the offered rate loads the corrected one, given
+        `config`'s TPOT factor and its roles' measured capacity factors (`factors`, `capacity_factors`).
 
         The raw TTFT holds the wait for a batch slot or a prefill at the raw fleet's utilisation. A fleet the
         windows show decoding 2.7× faster than modelled frees its slots 2.7× sooner: Llama-70B's TP2 cap 64 ×3 at
@@ -123,9 +132,7 @@ class CalibratedPredictor(PredictorWrapper):
         one burst's window as a trend (DeepSeek-R1 on two TP8 replicas: p99 TTFT 1.43 s of 1 s once in 72 windows,
         a third replica added for the last three hours; measured in the closed-loop bench).
         """
-        tpot_factor = self.factors(config, LatencyMetric.TPOT)[0]
         factor = tpot_factor
-        measured = self.capacity_factors(config)
         if measured:
             limits = role_capacities(
                 self.base, arch, gpu, config, workload, price_per_gpu_hour=price_per_gpu_hour, raw=raw
@@ -182,8 +189,16 @@ def learning_reference(
         raw = predictor.predict(arch, gpu, config, workload, price)
     except UnpredictableConfig:
         return None
-    _, queued = CalibratedPredictor(predictor, calibration).loaded(
-        arch, gpu, config, workload, price_per_gpu_hour=price, raw=raw
+    calibrated = CalibratedPredictor(predictor, calibration)
+    _, queued = calibrated.loaded(
+        arch,
+        gpu,
+        config,
+        workload,
+        price_per_gpu_hour=price,
+        raw=raw,
+        tpot_factor=calibrated.factors(config, LatencyMetric.TPOT)[0],
+        measured=calibrated.capacity_factors(config),
     )
     return replace(raw, ttft=queued)
 
