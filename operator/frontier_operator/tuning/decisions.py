@@ -29,9 +29,10 @@ table):
    projection or the corrected model) or the corrected plan has moved to another structure;
 9. the spec asks for a new engine image → canary it;
 10. some SLO within the hysteresis band → nothing;
-11. slack everywhere → save: remove replicas (if both the window and the calibrated model say the
-    smaller fleet keeps the band and its cap does not bind) or raise the cap that alone stands in the way
-    of a removal, raise a binding cap, canary a cheaper plan, or explore a neighbour;
+11. slack everywhere → save: remove replicas (once the fleet in force has two back-to-back windows, if both
+    the window and the calibrated model say the smaller fleet keeps the band and its cap does not bind) or
+    raise the cap that alone stands in the way of a removal, raise a binding cap, canary a cheaper plan, or
+    explore a neighbour;
     otherwise "SLO met with no cheaper option".
 """
 
@@ -71,6 +72,7 @@ from frontier_operator.tuning.steps import (
     batch_cap_up,
     cap_ahead,
     describe_violation,
+    removal_waits,
     replicas_reach_within_budget,
     rise_outlasting_a_canary,
     scale_ahead,
@@ -435,6 +437,9 @@ def _save(s: Situation) -> Proposal:
         why += " and no cheaper option is predicted to keep it"
     if waiting:
         why += f"; {why_waiting}"
+    removal = removal_waits(s)
+    if removal is not None:
+        why += f"; {removal}"
     return Proposal(NoAction(Hold.SLO_MET), _noting_image(s, why))
 
 
