@@ -136,14 +136,20 @@ def context(**fields: object) -> ModelContext:
     return replace(model, **fields)  # type: ignore[arg-type]
 
 
+def ledger(windows: int, missed: int = 0, *, end: float = NOW - WINDOW_S) -> CalibrationState:
+    """A calibration whose error budget recorded `windows` back-to-back windows, the last ending at `end`, the
+    oldest `missed` of them missed."""
+    budget = ErrorBudget()
+    for index in range(windows):
+        window_end = end - (windows - 1 - index) * WINDOW_S
+        budget = budget.record(window_end - WINDOW_S, window_end, index < missed)
+    return CalibrationState(budget=budget)
+
+
 def budget_spent(missed: int = 3, *, end: float = NOW - WINDOW_S) -> CalibrationState:
     """A calibration whose error budget the last `missed` back-to-back windows (ending at `end`) spent: the next
     violation is acted on even where the model does not confirm it — what the remedy tests are about."""
-    budget = ErrorBudget()
-    for index in range(missed, 0, -1):
-        window_end = end - (index - 1) * WINDOW_S
-        budget = budget.record(window_end - WINDOW_S, window_end, True)
-    return CalibrationState(budget=budget)
+    return ledger(missed, missed, end=end)
 
 
 def runner_up(index: int = 0) -> ServingConfig:

@@ -19,7 +19,6 @@ from frontier_operator.tuning.actions import (
     SetBatchCap,
     StartCanary,
 )
-from frontier_operator.tuning.budget import ErrorBudget
 from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric
 from frontier_operator.tuning.canary import deployed_at_share
 from frontier_operator.tuning.decisions import decide
@@ -34,13 +33,13 @@ from frontier_operator.tuning.workload import WorkloadEstimate
 from tuning_support import (
     NOW,
     POLICY,
-    WINDOW_S,
     WORKLOAD,
     applied,
     base_plan,
     budget_spent,
     context,
     group,
+    ledger,
     observation,
     runner_up,
 )
@@ -63,33 +62,23 @@ def _hold(decision: Decision) -> Hold:
 # ------------------------------------------------------------------------------------- remedy guards
 
 
-def _ledger(missed: int, windows: int = 30) -> CalibrationState:
-    """A calibration whose error budget recorded `windows` back-to-back windows before NOW, the oldest `missed`
-    of them missed."""
-    budget = ErrorBudget()
-    for index in range(windows):
-        end = NOW - WINDOW_S * (windows - index)
-        budget = budget.record(end - WINDOW_S, end, index < missed)
-    return CalibrationState(budget=budget)
-
-
 def test_a_violation_the_model_does_not_confirm_is_absorbed_by_the_error_budget() -> None:
     # p99 TTFT twice its limit in one window, p50 TPOT fine: the model predicts the plan's fleet at about 1.6 s,
     # no queue, and thirty windows all met: a burst, which capacity added now would not have shortened.
-    decision = decide(observation(group(ttft_p99=8.0)), applied(), context(calibration=_ledger(0)), POLICY, NOW)
+    decision = decide(observation(group(ttft_p99=8.0)), applied(), context(calibration=ledger(30, 0)), POLICY, NOW)
     assert _hold(decision) is Hold.ERROR_BUDGET
     assert "1 of 31 windows missed, 1 allowed" in decision.reason
 
 
 def test_a_fleet_that_spent_its_error_budget_is_acted_on_at_its_next_miss_however_small() -> None:
     # 40.4 ms of 40 ms is within a median's sampling noise, but three of the last thirty windows missed already.
-    decision = decide(observation(group(tpot_p50=0.0404)), applied(), context(calibration=_ledger(3)), POLICY, NOW)
+    decision = decide(observation(group(tpot_p50=0.0404)), applied(), context(calibration=ledger(30, 3)), POLICY, NOW)
     assert not isinstance(decision.action, NoAction), decision
 
 
 def test_a_violation_on_a_saturated_fleet_is_acted_on_at_once() -> None:
     obs = observation(group(ttft_p99=8.0, running=160.0, queued=400.0))
-    decision = decide(obs, applied(), context(calibration=_ledger(0)), POLICY, NOW)
+    decision = decide(obs, applied(), context(calibration=ledger(30, 0)), POLICY, NOW)
     assert not isinstance(decision.action, NoAction), decision
 
 
@@ -110,11 +99,11 @@ def test_a_violation_behind_a_queue_for_decoding_slots_is_not_absorbed_by_the_er
     # The same window, with 20 requests waiting per 115 running: a queue, not a burst; it grows until acted on.
     # A trace of a queue (5 per 115) is still a burst's.
     queued = decide(
-        observation(group(ttft_p99=8.0, queued=20.0)), applied(), context(calibration=_ledger(0)), POLICY, NOW
+        observation(group(ttft_p99=8.0, queued=20.0)), applied(), context(calibration=ledger(30, 0)), POLICY, NOW
     )
     assert not isinstance(queued.action, NoAction), queued
     trace = decide(
-        observation(group(ttft_p99=8.0, queued=5.0)), applied(), context(calibration=_ledger(0)), POLICY, NOW
+        observation(group(ttft_p99=8.0, queued=5.0)), applied(), context(calibration=ledger(30, 0)), POLICY, NOW
     )
     assert _hold(trace) is Hold.ERROR_BUDGET
 
@@ -147,7 +136,7 @@ def test_windows_of_an_earlier_fleet_do_not_spend_the_budget_of_the_fleet_in_for
     # Three misses recorded, then a scale-up: the new fleet starts with its own budget.
     step = ChangeRecord(at=NOW - 2000, kind=ChangeKind.SCALE, role=Role.UNIFIED, direction=1, before=4, after=5)
     decision = decide(
-        observation(group(ttft_p99=8.0)), applied(history=(step,)), context(calibration=_ledger(3)), POLICY, NOW
+        observation(group(ttft_p99=8.0)), applied(history=(step,)), context(calibration=ledger(30, 3)), POLICY, NOW
     )
     assert _hold(decision) is Hold.ERROR_BUDGET
 

@@ -28,7 +28,6 @@ from frontier_operator.tuning.actions import (
     gate,
 )
 from frontier_operator.tuning.apply import applied_after, model_after
-from frontier_operator.tuning.budget import ErrorBudget
 from frontier_operator.tuning.calibration import CalibrationState, LatencyMetric, update_calibration
 from frontier_operator.tuning.canary import canary_fleet
 from frontier_operator.tuning.decisions import decide
@@ -57,6 +56,7 @@ from tuning_support import (
     budget_spent,
     context,
     group,
+    ledger,
     observation,
     ramp_estimate,
     runner_up,
@@ -333,31 +333,22 @@ def test_a_quiet_window_does_not_remove_what_the_average_traffic_needs() -> None
     assert not isinstance(_decide(quiet, applied(SEVEN), context(calibration=busier)).action, ScaleReplicas)
 
 
-def _met_windows(count: int) -> CalibrationState:
-    """A ledger of `count` back-to-back windows that met the SLO, the last ending now."""
-    budget = ErrorBudget()
-    for index in range(count, 0, -1):
-        end = NOW - (index - 1) * WINDOW_S
-        budget = budget.record(end - WINDOW_S, end, False)
-    return CalibrationState(budget=budget)
-
-
 def test_a_removal_waits_for_a_second_window_of_the_fleet_in_force() -> None:
     # GLM-5's prefill went 4 → 3 replicas on the first window of a run, projected 14 % under its p99 TTFT limit,
     # then missed twice on three: until a second window is folded in, the calibrated projection is that window.
-    first = _decide(observation(QUIET_SEVEN), applied(SEVEN), context(calibration=_met_windows(1)))
+    first = _decide(observation(QUIET_SEVEN), applied(SEVEN), context(calibration=ledger(1, end=NOW)))
     assert not isinstance(first.action, ScaleReplicas), first
     assert "replicas are removed only after 2 back-to-back windows of the fleet in force (1 so far)" in first.reason
-    second = _decide(observation(QUIET_SEVEN), applied(SEVEN), context(calibration=_met_windows(2)))
+    second = _decide(observation(QUIET_SEVEN), applied(SEVEN), context(calibration=ledger(2, end=NOW)))
     assert second.action == ScaleReplicas(Role.UNIFIED, 7, 6)
     # Windows of the fleet before its last change are not its own (a cooldown shorter than two windows).
     removed = applied(SEVEN, history=(ChangeRecord(NOW - 1.5 * WINDOW_S, ChangeKind.SCALE, Role.UNIFIED, -1),))
     quick = replace(POLICY, cooldown_s=WINDOW_S)
-    later = _decide(observation(QUIET_SEVEN), removed, context(calibration=_met_windows(2)), quick)
+    later = _decide(observation(QUIET_SEVEN), removed, context(calibration=ledger(2, end=NOW)), quick)
     assert not isinstance(later.action, ScaleReplicas) and "(1 so far)" in later.reason
     # A cap in the way of a removal is raised on the first window: that step is judged with one and a half bands.
     binding = observation(group(tpot_p50=0.0174, ttft_p99=1.31, running=26.0 * 7))
-    cap_first = _decide(binding, applied(SEVEN), context(calibration=_met_windows(1)))
+    cap_first = _decide(binding, applied(SEVEN), context(calibration=ledger(1, end=NOW)))
     assert isinstance(cap_first.action, SetBatchCap) and "ahead of removing replicas" in cap_first.reason
 
 
