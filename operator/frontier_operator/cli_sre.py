@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +16,31 @@ from frontier_operator.adapters import kube
 from frontier_operator.api.annotations import APPROVE, PAUSED, PAUSED_REASON, PIN, ROLLBACK
 from frontier_operator.api.units import rfc3339
 
-_CONDITION_ORDER = ("Ready", "SLOMet", "PlanFeasible", "Progressing", "MetricsAvailable", "ModelDrift", "Degraded")
+# Conditions in the order an on-call person reads them: every type the API defines (a test holds this to
+# `ConditionType`); one this CLI does not know (written by a newer operator) follows them.
+_CONDITION_ORDER = (
+    "Ready",
+    "SLOMet",
+    "PlanFeasible",
+    "Progressing",
+    "MetricsAvailable",
+    "RouteAccepted",
+    "ModelDrift",
+    "Degraded",
+)
+# Terminal width long fields wrap at: a decision's reason or a condition's message is never cut, its end is
+# often the part that says what to do.
+_WIDTH = 120
+
+
+def _wrapped(prefix: str, text: str) -> list[str]:
+    """`prefix` followed by `text`, continued under the start of `text`."""
+    width = max(_WIDTH, len(prefix) + 40)
+    indent = " " * len(prefix)
+    lines = textwrap.wrap(
+        text, width, initial_indent=prefix, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
+    return lines or [prefix.rstrip()]
 
 
 def _now() -> str:
@@ -44,10 +69,10 @@ def format_status(target: dict[str, Any]) -> str:
     if tuning.get("applied"):
         lines.append(f"  running      {tuning['applied']['summary']}")
     if tuning.get("lastDecision"):
-        lines.append(
-            f"  decided      {tuning['lastDecision']} at {tuning.get('lastEvaluatedAt', '-')}: "
-            f"{tuning.get('lastDecisionReason', '')[:160]}"
+        decided = (
+            f"{tuning['lastDecision']} at {tuning.get('lastEvaluatedAt', '-')}: {tuning.get('lastDecisionReason', '')}"
         )
+        lines += _wrapped("  decided      ", decided)
     calibration = status.get("calibration") or {}
     if calibration.get("sloWindows"):
         lines.append(
@@ -71,15 +96,14 @@ def format_status(target: dict[str, Any]) -> str:
         )
     if status.get("recommendation"):
         rec = status["recommendation"]
-        lines.append(
-            f"  recommends   {rec['action']} — {rec['reason']} (approve: frontier approve {metadata.get('name')})"
-        )
+        recommends = f"{rec['action']} — {rec['reason']} (approve: frontier approve {metadata.get('name')})"
+        lines += _wrapped("  recommends   ", recommends)
     conditions = {c["type"]: c for c in status.get("conditions", [])}
     lines.append("  conditions")
-    for kind in _CONDITION_ORDER:
-        if kind in conditions:
-            c = conditions[kind]
-            lines.append(f"    {kind:<17} {c['status']:<8} {c['reason']:<22} {c.get('message', '')[:100]}")
+    unknown = sorted(kind for kind in conditions if kind not in _CONDITION_ORDER)
+    for kind in [*(k for k in _CONDITION_ORDER if k in conditions), *unknown]:
+        c = conditions[kind]
+        lines += _wrapped(f"    {kind:<17} {c['status']:<8} {c['reason']:<22} ", c.get("message", ""))
     return "\n".join(lines)
 
 
@@ -89,7 +113,7 @@ def format_explanation(target: dict[str, Any]) -> str:
     plan = status.get("plan")
     if plan:
         out.append("\nWhy this configuration")
-        out += [f"  - {reason}" for reason in plan.get("reasons", [])]
+        out += [line for reason in plan.get("reasons", []) for line in _wrapped("  - ", reason)]
         out.append("\nSLO (predicted)")
         out += [
             f"  p{c['percentile']} {c['metric'].upper():<5} {c['valueMs']:.1f} ms / {c['limitMs']:.0f} ms"
@@ -98,7 +122,7 @@ def format_explanation(target: dict[str, Any]) -> str:
         ]
     if status.get("infeasible"):
         out.append(f"\nInfeasible — nearest: {status['infeasible']['nearest']}")
-        out += [f"  - {s}" for s in status["infeasible"].get("suggestions", [])]
+        out += [line for s in status["infeasible"].get("suggestions", []) for line in _wrapped("  - ", s)]
     if status.get("frontier"):
         out.append("\nFrontier (predicted)")
         for point in status["frontier"]:
@@ -110,10 +134,12 @@ def format_explanation(target: dict[str, Any]) -> str:
             )
     if status.get("rejected"):
         out.append("\nAlternatives and why they lost")
-        out += [f"  - {r['alternative']}: {r['reason']}" for r in status["rejected"]]
+        out += [line for r in status["rejected"] for line in _wrapped("  - ", f"{r['alternative']}: {r['reason']}")]
     if status.get("techniques"):
         out.append("\nWhat each technique does for this traffic")
-        out += [f"  - {t['technique']}: {t.get('note', '')}" for t in status["techniques"]]
+        out += [
+            line for t in status["techniques"] for line in _wrapped("  - ", f"{t['technique']}: {t.get('note', '')}")
+        ]
     calibration = status.get("calibration")
     if calibration and calibration.get("samples"):
         ttft_tail, tpot_tail = calibration.get("ttftTailFactor", 1.0), calibration.get("tpotTailFactor", 1.0)
@@ -125,7 +151,9 @@ def format_explanation(target: dict[str, Any]) -> str:
     out += _sweep_lines(status.get("sweep") or {})
     if status.get("history"):
         out.append("\nHistory")
-        out += [f"  {h['time']}  {h['action']} — {h['reason']}" for h in status["history"]]
+        out += [
+            line for h in status["history"] for line in _wrapped(f"  {h['time']}  ", f"{h['action']} — {h['reason']}")
+        ]
     return "\n".join(out)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import kubernetes
 import pytest
 
+from frontier_operator.api.status import ConditionType
 from frontier_operator.cli import main
 from frontier_operator.cli_sre import format_explanation, format_status
 from k8s_standin.fixtures import get_object, mark_deployment_ready, wait_for, wait_for_object
@@ -91,3 +92,40 @@ def test_explain_shows_the_learnt_tail_beside_each_correction() -> None:
         "Calibration: TTFT ×1.17 (p99 ×1.52 more), TPOT ×0.81 (p99 ×0.97 more), confidence 0.92 over 31 windows"
         in format_explanation(target)
     )
+
+
+def _unwrapped(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_status_prints_a_long_reason_and_message_whole_within_the_terminal_width() -> None:
+    reason = (
+        "roll back canary r8: its full fleet at today's traffic (3.24 requests/s) is projected to miss p99 TTFT "
+        "(8.33 s with a 14% margin, of 4 s), p50 TPOT (31.2 ms with a 9% margin, of 30 ms), capacity (3.44 "
+        "requests/s for 3.24 with a 14% margin)"
+    )
+    refused = (
+        "parent gateway infra/public (listener https) refused the route: NotAllowedByListeners — the listener "
+        "allows routes from namespaces labelled team=platform only; no canary starts until it is accepted"
+    )
+    status = {
+        "tuning": {
+            "lastDecision": "roll back",
+            "lastEvaluatedAt": "2026-12-03T05:42:00Z",
+            "lastDecisionReason": reason,
+        },
+        "conditions": [
+            {"type": "RouteAccepted", "status": "False", "reason": "NotAllowedByListeners", "message": refused}
+        ],
+    }
+    shown = format_status({"metadata": {"namespace": "ns", "name": "t"}, "status": status})
+    assert reason in _unwrapped(shown) and refused in _unwrapped(shown)
+    assert max(len(line) for line in shown.splitlines()) <= 120
+
+
+def test_status_shows_every_condition_type_and_one_it_does_not_know() -> None:
+    kinds = [*(kind.value for kind in ConditionType), "FromANewerOperator"]
+    conditions = [{"type": kind, "status": "True", "reason": "Because", "message": ""} for kind in kinds]
+    shown = format_status({"metadata": {}, "status": {"conditions": conditions}})
+    listed = [line.split()[0] for line in shown.split("  conditions\n", 1)[1].splitlines()]
+    assert sorted(listed) == sorted(kinds) and listed[-1] == "FromANewerOperator"
