@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +42,10 @@ def _wrapped(prefix: str, text: str) -> list[str]:
         text, width, initial_indent=prefix, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
     )
     return lines or [prefix.rstrip()]
+
+
+def _bullets(items: Iterable[str]) -> list[str]:
+    return [line for item in items for line in _wrapped("  - ", item)]
 
 
 def _now() -> str:
@@ -113,7 +118,7 @@ def format_explanation(target: dict[str, Any]) -> str:
     plan = status.get("plan")
     if plan:
         out.append("\nWhy this configuration")
-        out += [line for reason in plan.get("reasons", []) for line in _wrapped("  - ", reason)]
+        out += _bullets(plan.get("reasons", []))
         out.append("\nSLO (predicted)")
         out += [
             f"  p{c['percentile']} {c['metric'].upper():<5} {c['valueMs']:.1f} ms / {c['limitMs']:.0f} ms"
@@ -122,7 +127,7 @@ def format_explanation(target: dict[str, Any]) -> str:
         ]
     if status.get("infeasible"):
         out.append(f"\nInfeasible — nearest: {status['infeasible']['nearest']}")
-        out += [line for s in status["infeasible"].get("suggestions", []) for line in _wrapped("  - ", s)]
+        out += _bullets(status["infeasible"].get("suggestions", []))
     if status.get("frontier"):
         out.append("\nFrontier (predicted)")
         for point in status["frontier"]:
@@ -134,12 +139,10 @@ def format_explanation(target: dict[str, Any]) -> str:
             )
     if status.get("rejected"):
         out.append("\nAlternatives and why they lost")
-        out += [line for r in status["rejected"] for line in _wrapped("  - ", f"{r['alternative']}: {r['reason']}")]
+        out += _bullets(f"{r['alternative']}: {r['reason']}" for r in status["rejected"])
     if status.get("techniques"):
         out.append("\nWhat each technique does for this traffic")
-        out += [
-            line for t in status["techniques"] for line in _wrapped("  - ", f"{t['technique']}: {t.get('note', '')}")
-        ]
+        out += _bullets(f"{t['technique']}: {t.get('note', '')}" for t in status["techniques"])
     calibration = status.get("calibration")
     if calibration and calibration.get("samples"):
         ttft_tail, tpot_tail = calibration.get("ttftTailFactor", 1.0), calibration.get("tpotTailFactor", 1.0)
