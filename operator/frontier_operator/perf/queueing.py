@@ -306,14 +306,27 @@ class ClosedLoopResult:
     slot_wait_s: float
 
 
-def _wave_ttft(clients_per_prefill_worker: float, prefill: PrefillCost) -> tuple[float, float]:
+def _wave_ttft(clients_per_prefill_worker: float, prefill: PrefillService) -> tuple[float, float]:
     """A synchronised wave: all prompts arrive at once and are prefilled in full chunks, one after another.
 
     Returns (mean time until a request's prefill completes, prefill time of the whole wave): requests of the
-    k-th forward finish at k·t, so the mean over the wave is (P + t)/2.
+    k-th forward finish at k·t, so the mean over the wave is (P + t)/2. A wave smaller than a chunk holds is
+    one forward of just its prompts, which every one of them waits for: 4 prompts of 1k tokens where a chunk
+    takes 16 do not wait for a 16-prompt forward.
     """
-    total = clients_per_prefill_worker * prefill.gpu_seconds_per_request
-    return 0.5 * (total + prefill.latency_s), total
+    first = _forward_seconds(prefill, clients_per_prefill_worker)
+    total = max(clients_per_prefill_worker * prefill.batched.gpu_seconds_per_request, first)
+    return 0.5 * (total + first), total
+
+
+def _forward_seconds(prefill: PrefillService, requests: float) -> float:
+    """Latency of one prefill forward of `requests` prompts, at most a full chunk: affine in the prompts between
+    one alone (`single`) and a full chunk (`batched`), since every prompt adds the same tokens and attention."""
+    full, alone = prefill.batched, prefill.single
+    if requests >= full.requests_per_batch or full.requests_per_batch <= 1:
+        return full.latency_s
+    share = (max(requests, 1.0) - 1.0) / (full.requests_per_batch - 1.0)
+    return alone.latency_s + share * (full.latency_s - alone.latency_s)
 
 
 def _effective_sync(wave_sync: float, wave_breakup: float, prefill_utilization: float) -> float:
@@ -385,7 +398,7 @@ def closed_loop_aggregated(
 
     # Synchronised waves: decode runs the whole batch, the wave's prefills hold it up once per cycle.
     token_full = decode.token_seconds(running)
-    wave_wait, wave_total = _wave_ttft(running, prefill.batched)
+    wave_wait, wave_total = _wave_ttft(running, prefill)
     wave_ttft = prefill.overhead_s + wave_wait
     wave_tpot = token_full + max(0.0, wave_total - wave_wait) / steps
 
@@ -436,7 +449,7 @@ def closed_loop_disaggregated(
 
     full_per_worker = running / max(1, decode_workers)
     wave_tpot = decode.token_seconds(max(full_per_worker, 1.0))
-    wave_wait, _ = _wave_ttft(running / max(1, prefill_workers), prefill.batched)
+    wave_wait, _ = _wave_ttft(running / max(1, prefill_workers), prefill)
     wave_ttft = prefill.overhead_s + wave_wait + prefill.handoff_s
 
     ttft = wave_sync * wave_ttft + (1 - wave_sync) * desync_ttft
