@@ -94,6 +94,10 @@ class Outcome:
     # A request's mean end-to-end latency, TTFT + (OSL − 1) × TPOT, measured and predicted: how much of the
     # error is the split between the first token and the others (a harness's waves) rather than the work.
     e2e_ape: float | None = None
+    # Signed: log(predicted / measured), > 0 where the model is slow. A group's median says which way it leans,
+    # which the absolute errors cannot (a group can miss by 30 % with no bias at all, or all one way).
+    ttft_log_error: float | None = None
+    tpot_log_error: float | None = None
 
 
 def load(path: Path) -> list[Row]:
@@ -199,11 +203,17 @@ def evaluate(model: PerformanceModel, rows: Iterable[Row]) -> list[Outcome]:
                 return None
             return abs(predicted_s * 1e3 - measured_ms) / measured_ms
 
+        def log_error(predicted_s: float, measured_ms: float | None) -> float | None:
+            if measured_ms is None or measured_ms <= 0 or not math.isfinite(predicted_s) or predicted_s <= 0:
+                return None
+            return math.log(predicted_s * 1e3 / measured_ms)
+
         steps = max(case.workload.output_tokens.mean - 1.0, 0.0)
         ttft_ms, tpot_ms = case.measured_ttft_ms, case.measured_tpot_ms
         e2e_ms = ttft_ms + steps * tpot_ms if ttft_ms is not None and tpot_ms is not None else None
         e2e = ape(ttft_s + steps * tpot_s, e2e_ms)
-        out.append(Outcome(row, ape(ttft_s, ttft_ms), ape(tpot_s, tpot_ms), None, e2e))
+        signed = log_error(ttft_s, ttft_ms), log_error(tpot_s, tpot_ms)
+        out.append(Outcome(row, ape(ttft_s, ttft_ms), ape(tpot_s, tpot_ms), None, e2e, *signed))
     return out
 
 
@@ -219,6 +229,8 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, float | int | None]:
     ttft = [o.ttft_ape for o in outcomes if o.ttft_ape is not None]
     tpot = [o.tpot_ape for o in outcomes if o.tpot_ape is not None]
     e2e = [o.e2e_ape for o in outcomes if o.e2e_ape is not None]
+    ttft_signed = [o.ttft_log_error for o in outcomes if o.ttft_log_error is not None]
+    tpot_signed = [o.tpot_log_error for o in outcomes if o.tpot_log_error is not None]
     predicted = sum(1 for o in outcomes if o.error is None)
     return {
         "rows": len(outcomes),
@@ -230,6 +242,8 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, float | int | None]:
         "p90_tpot_ape": _quantile(tpot, 0.9) if tpot else None,
         "median_e2e_ape": statistics.median(e2e) if e2e else None,
         "p90_e2e_ape": _quantile(e2e, 0.9) if e2e else None,
+        "median_ttft_log_error": statistics.median(ttft_signed) if ttft_signed else None,
+        "median_tpot_log_error": statistics.median(tpot_signed) if tpot_signed else None,
     }
 
 
@@ -395,6 +409,8 @@ def _row_record(outcome: Outcome) -> dict[str, object]:
         "ttft_ape": None if outcome.ttft_ape is None else round(outcome.ttft_ape, 4),
         "tpot_ape": None if outcome.tpot_ape is None else round(outcome.tpot_ape, 4),
         "e2e_ape": None if outcome.e2e_ape is None else round(outcome.e2e_ape, 4),
+        "ttft_log_error": None if outcome.ttft_log_error is None else round(outcome.ttft_log_error, 4),
+        "tpot_log_error": None if outcome.tpot_log_error is None else round(outcome.tpot_log_error, 4),
         "error": outcome.error,
     }
 

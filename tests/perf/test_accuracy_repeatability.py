@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -89,7 +90,12 @@ def test_end_to_end_error_tells_a_wrong_split_from_wrong_work() -> None:
     assert split.ttft_ape == pytest.approx(1.0)
     assert split.tpot_ape == pytest.approx(20 / steps)
     assert split.e2e_ape == pytest.approx(0.0, abs=1e-9)
+    # Which way each metric leans: the first token twice as long, the others short.
+    assert split.ttft_log_error == pytest.approx(math.log(2.0))
+    assert split.tpot_log_error == pytest.approx(math.log(1 - 20 / steps))
     # Every token 10 % slow: the request is 10 % late.
     (slow,) = accuracy.evaluate(_SplitModel(0.22, 0.011), [record])
     assert slow.e2e_ape == pytest.approx(0.1)
-    assert accuracy.summarise([split, slow])["median_e2e_ape"] == pytest.approx(0.05)
+    summary = accuracy.summarise([split, slow])
+    assert summary["median_e2e_ape"] == pytest.approx(0.05)
+    assert summary["median_tpot_log_error"] == pytest.approx((math.log(1 - 20 / steps) + math.log(1.1)) / 2)
