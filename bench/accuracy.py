@@ -180,7 +180,7 @@ def margin_data(usable: Sequence[SiliconCase], refits: dict[str, Calibration]) -
 
 def _margin_fields(metric: str, sigma: float, underprediction_q90: float | None) -> dict[str, object]:
     """The metric's held-out sigma and q90 under-prediction, and the planner's margin from it at zero confidence."""
-    q90 = None if underprediction_q90 is None else round(underprediction_q90, 4)
+    q90 = _rounded(underprediction_q90)
     margin = None if underprediction_q90 is None else round(covering_margin(underprediction_q90, 0.0), 4)
     return {f"{metric}_sigma": round(sigma, 4), f"{metric}_underprediction_q90": q90, f"{metric}_margin": margin}
 
@@ -198,15 +198,18 @@ def evaluate(model: PerformanceModel, rows: Iterable[Row]) -> list[Outcome]:
             out.append(Outcome(row, None, None, error.reason))
             continue
 
-        def ape(predicted_s: float, measured_ms: float | None) -> float | None:
+        def ratio(predicted_s: float, measured_ms: float | None) -> float | None:
             if measured_ms is None or measured_ms <= 0 or not math.isfinite(predicted_s):
                 return None
-            return abs(predicted_s * 1e3 - measured_ms) / measured_ms
+            return predicted_s * 1e3 / measured_ms
+
+        def ape(predicted_s: float, measured_ms: float | None) -> float | None:
+            r = ratio(predicted_s, measured_ms)
+            return None if r is None else abs(r - 1.0)
 
         def log_error(predicted_s: float, measured_ms: float | None) -> float | None:
-            if measured_ms is None or measured_ms <= 0 or not math.isfinite(predicted_s) or predicted_s <= 0:
-                return None
-            return math.log(predicted_s * 1e3 / measured_ms)
+            r = ratio(predicted_s, measured_ms)
+            return None if r is None or r <= 0 else math.log(r)
 
         steps = max(case.workload.output_tokens.mean - 1.0, 0.0)
         ttft_ms, tpot_ms = case.measured_ttft_ms, case.measured_tpot_ms
@@ -396,6 +399,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
 def _row_record(outcome: Outcome) -> dict[str, object]:
     """One row's outcome, keyed by its line in the CSV (header = line 1)."""
     case = outcome.row.case
@@ -406,11 +413,11 @@ def _row_record(outcome: Outcome) -> dict[str, object]:
         "mode": outcome.row.mode,
         "fully_specified": case.fully_specified if case is not None else None,
         "deployment": outcome.row.deployment or None,
-        "ttft_ape": None if outcome.ttft_ape is None else round(outcome.ttft_ape, 4),
-        "tpot_ape": None if outcome.tpot_ape is None else round(outcome.tpot_ape, 4),
-        "e2e_ape": None if outcome.e2e_ape is None else round(outcome.e2e_ape, 4),
-        "ttft_log_error": None if outcome.ttft_log_error is None else round(outcome.ttft_log_error, 4),
-        "tpot_log_error": None if outcome.tpot_log_error is None else round(outcome.tpot_log_error, 4),
+        "ttft_ape": _rounded(outcome.ttft_ape),
+        "tpot_ape": _rounded(outcome.tpot_ape),
+        "e2e_ape": _rounded(outcome.e2e_ape),
+        "ttft_log_error": _rounded(outcome.ttft_log_error),
+        "tpot_log_error": _rounded(outcome.tpot_log_error),
         "error": outcome.error,
     }
 
