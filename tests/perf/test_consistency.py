@@ -50,7 +50,7 @@ def _in_waves() -> PerformanceModel:
 
 def test_a_wave_smaller_than_a_chunk_waits_for_its_own_forward_only() -> None:
     # 1k-token prompts with a 16k chunk: a full forward holds 16 of them; a wave of one or four is one forward
-    # of just those prompts (before, every wave waited half a 16-prompt forward, so one client saw 2-3x the
+    # of just those prompts (before, every wave waited half a 16-prompt forward, so one client here saw 3.7x the
     # unloaded TTFT: DeepSeek-R1 on 8xB200 at 4 clients was predicted 323 ms against 183-207 ms measured).
     perf = _in_waves()
     arch, spec = model("Qwen3-32B"), gpu("H100")

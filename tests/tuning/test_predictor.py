@@ -66,7 +66,7 @@ def test_a_fleet_faster_than_the_model_queues_its_first_tokens_at_its_own_load()
     worker = replace(chosen.worker, tp=2, max_running_requests=64)
     config = ServingConfig(plan.chosen.config.model, (replace(chosen, worker=worker, replicas=3),))
     raw = _raw(request, config, 26.0)
-    assert raw.ttft.p99 > 1.0 and raw.max_request_rate_per_s < 30  # the raw model's knee
+    assert raw.ttft.p99 > 1.15 and raw.max_request_rate_per_s < 30  # the raw model's knee
     faster = _predict(request, config, 26.0, _calibrated(config, ttft=1.0, tpot=0.37))
     assert faster.max_request_rate_per_s == pytest.approx(raw.max_request_rate_per_s / 0.37)
     # Its first tokens wait as the raw fleet's do at 26 × 0.37 requests/s: 0.43 s p99 where the knee gave 1.20 s.
