@@ -26,6 +26,11 @@ deployment, one line each, to catalog/data/silicon_deployment_alternatives.csv (
 ``speculative_decoding``). `frontier predict` predicts such a row as each of its alternatives and reports their
 geometric mean; the fit never uses it (it does not say which one ran).
 
+Twenty aggregated GB200 rows ("tp72") predate the config's GB200 SGLang entries: `runners/launch_gb200-nv.sh`
+launched them as Dynamo-SGLang P/D deployments filling the rack. The script reads that file as it stood at each
+such row's time too (`launched`), and writes the deployment it ran to the supplement, which `perf.silicon` then
+reads the row as.
+
 Usage: python bench/inferencex_deployments.py --repo PATH_TO_INFERENCEX_CLONE [--data CSV] [--out CSV]
        [--alternatives-out CSV]
 Needs a clone of SemiAnalysisAI/InferenceX (the output shipped was made from commit 843c6254f).
@@ -63,13 +68,13 @@ _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 Role = tuple[int, int, int, bool]
 
 
-class ConfigHistory:
-    """nvidia-master.yaml at any moment of the repository's history (parsed once per commit)."""
+class FileHistory:
+    """One file of the repository at any moment of its history."""
 
-    def __init__(self, repo: Path) -> None:
-        self.repo = repo
+    def __init__(self, repo: Path, path: str) -> None:
+        self.repo, self.path = repo, path
         log = subprocess.run(
-            ["git", "-C", str(repo), "log", "--format=%H %cI", "--", CONFIG_PATH],
+            ["git", "-C", str(repo), "log", "--format=%H %cI", "--", path],
             capture_output=True,
             text=True,
             check=True,
@@ -78,22 +83,37 @@ class ConfigHistory:
         pairs = sorted((dt.datetime.fromisoformat(when), commit) for commit, when in stamped)
         self.times = [when for when, _ in pairs]
         self.commits = [commit for _, commit in pairs]
-        self._parsed: dict[str, dict[str, Any]] = {}
+        self._texts: dict[str, str] = {}
 
-    def at(self, when: dt.datetime) -> tuple[str, dict[str, Any]] | None:
+    def commit_at(self, when: dt.datetime) -> str | None:
         index = bisect.bisect_right(self.times, when) - 1
-        if index < 0:
-            return None
-        commit = self.commits[index]
-        if commit not in self._parsed:
-            text = subprocess.run(
-                ["git", "-C", str(self.repo), "show", f"{commit}:{CONFIG_PATH}"],
+        return self.commits[index] if index >= 0 else None
+
+    def text(self, commit: str) -> str:
+        if commit not in self._texts:
+            self._texts[commit] = subprocess.run(
+                ["git", "-C", str(self.repo), "show", f"{commit}:{self.path}"],
                 capture_output=True,
                 text=True,
                 check=True,
             ).stdout
+        return self._texts[commit]
+
+
+class ConfigHistory:
+    """nvidia-master.yaml at any moment of the repository's history (parsed once per commit)."""
+
+    def __init__(self, repo: Path) -> None:
+        self.file = FileHistory(repo, CONFIG_PATH)
+        self._parsed: dict[str, dict[str, Any]] = {}
+
+    def at(self, when: dt.datetime) -> tuple[str, dict[str, Any]] | None:
+        commit = self.file.commit_at(when)
+        if commit is None:
+            return None
+        if commit not in self._parsed:
             try:
-                self._parsed[commit] = yaml.safe_load(text) or {}
+                self._parsed[commit] = yaml.safe_load(self.file.text(commit)) or {}
             except yaml.YAMLError:
                 self._parsed[commit] = {}
         return commit, self._parsed[commit]
@@ -194,6 +214,52 @@ def _line(row_id: str, commit: str, deployment: Published) -> dict[str, str]:
     return {"id": row_id, **recorded, "source": f"InferenceX@{commit[:9]} {source}"}
 
 
+# Until InferenceX listed its GB200 SGLang runs in nvidia-master.yaml, they were launched from this script, whose
+# Dynamo-SGLang branch loads DeepSeek-R1-0528 (FP8) and runs one P/D deployment per ISL/OSL through Dynamo's
+# `submit_disagg.sh PREFILL_NODES PREFILL_WORKERS DECODE_NODES DECODE_WORKERS ...` over a concurrency list. The dumps
+# file those runs as aggregated, with the run's GPU count as TP ("tp72").
+LAUNCH_PATH = "runners/launch_gb200-nv.sh"
+LAUNCH_MODEL = "deepseek-r1-0528"
+# Dynamo's SGLang recipes for GB200 (github.com/ai-dynamo/dynamo, components/backends/sglang/slurm_jobs):
+# `submit_disagg.sh` counts trays of four GPUs, and both workers of `scripts/gb200-fp8.sh` run attention-DP with
+# DeepEP over all their GPUs (`--tp-size N --dp-size N --enable-dp-attention --enable-deepep-moe`), as
+# InferenceX's later recipes of the same shapes state (recipes/gb200-fp8/1k1k/mid-curve.yaml: 3 × DEP8 → DEP48).
+DYNAMO_GPUS_PER_NODE = 4
+_DYNAMO_SGLANG_RUN = re.compile(
+    r'\[ "\$ISL" = "(\d+)" \] && \[ "\$OSL" = "(\d+)" \]; then\s+'
+    r'concurrency_list="([\dx]+)"\s+bash \./submit_disagg\.sh (\d+) (\d+) (\d+) (\d+) '
+)
+
+
+def launched(row: dict[str, str], script: str) -> Published | None:
+    """The Dynamo-SGLang run of the GB200 launch script (`LAUNCH_PATH`, as it stood) that measured an aggregated
+    row: same lengths, the row's concurrency in its list, and as many GPUs as the row's TP."""
+    concurrency_match = _CONCURRENCY.search(row.get("silicon_data_source") or "")
+    if (
+        row["system"] != "gb200"
+        or row["precision"] != "fp8"
+        or not _same_model(LAUNCH_MODEL, row["model_path"])
+        or concurrency_match is None
+    ):
+        return None
+    for match in _DYNAMO_SGLANG_RUN.finditer(script):
+        isl, osl, concurrencies, *counts = match.groups()
+        prefill_nodes, prefill_workers, decode_nodes, decode_workers = (int(c) for c in counts)
+        if (int(isl), int(osl)) != (_int(row, "isl"), _int(row, "osl")):
+            continue
+        if concurrency_match.group(1) not in concurrencies.split("x"):
+            continue
+        if (prefill_nodes + decode_nodes) * DYNAMO_GPUS_PER_NODE != _int(row, "tp_size"):
+            continue
+        prefill_gpus = prefill_nodes * DYNAMO_GPUS_PER_NODE // prefill_workers
+        decode_gpus = decode_nodes * DYNAMO_GPUS_PER_NODE // decode_workers
+        prefill: Role = (prefill_workers, prefill_gpus, prefill_gpus, True)
+        decode: Role = (decode_workers, decode_gpus, decode_gpus, True)
+        source = f"{LAUNCH_PATH} submit_disagg.sh {' '.join(counts)}"
+        return prefill, decode, False, source
+    return None
+
+
 def _write(path: Path, fieldnames: list[str], rows: list[dict[str, str]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=fieldnames, lineterminator="\n")
@@ -209,12 +275,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--alternatives-out", type=Path, default=DEPLOYMENT_ALTERNATIVES_PATH)
     args = parser.parse_args(argv)
     history = ConfigHistory(args.repo)
+    launches = FileHistory(args.repo, LAUNCH_PATH)
     with args.data.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     out: list[dict[str, str]] = []
     ambiguous: list[dict[str, str]] = []
-    candidates = 0
+    candidates = relabelled = 0
     for row in rows:
+        if row["backend"] == "sglang" and row["mode"] == "agg":
+            when = measured_at(row.get("silicon_data_source") or "")
+            commit = launches.commit_at(when) if when else None
+            run = launched(row, launches.text(commit)) if commit else None
+            if commit and run is not None:
+                out.append(_line(row["id"], commit, run))
+                relabelled += 1
+            continue
         if row["backend"] != "sglang" or row["mode"] != "disagg" or row["decode_num_workers"]:
             continue
         candidates += 1
@@ -238,8 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _write(args.alternatives_out, ["id", *DEPLOYMENT_COLUMNS, "speculative_decoding", "source"], ambiguous)
     rows_with_alternatives = len({line["id"] for line in ambiguous})
     print(
-        f"resolved {len(out)} of {candidates} P/D rows without worker counts; wrote {args.out}; "
-        f"{rows_with_alternatives} more with {len(ambiguous)} published alternatives; wrote {args.alternatives_out}"
+        f"resolved {len(out) - relabelled} of {candidates} P/D rows without worker counts; wrote {args.out}; "
+        f"{rows_with_alternatives} more with {len(ambiguous)} published alternatives; wrote {args.alternatives_out}; "
+        f"{relabelled} aggregated rows are the P/D runs of {LAUNCH_PATH}"
     )
     return 0
 

@@ -161,6 +161,12 @@ def test_the_shipped_supplement_names_rows_without_workers_and_agrees_with_their
     assert len(supplement) >= 50
     for row_id in supplement:
         assert row_id in by_id and not by_id[row_id]["decode_num_workers"]
+    # The aggregated rows it lists are the GB200 rack runs: their TP is the deployment's GPU count.
+    filed_as_aggregated = [by_id[row_id] for row_id in supplement if by_id[row_id]["mode"] == "agg"]
+    assert len(filed_as_aggregated) == 20
+    for row in filed_as_aggregated:
+        case = parse_row(complete_deployments([row], supplement)[0])
+        assert row["system"] == "gb200" and case.config.total_gpus == int(row["tp_size"]) == 72
     from_twins = complete_deployments(rows, supplement={})
     checked = 0
     for row in from_twins:
@@ -168,6 +174,35 @@ def test_the_shipped_supplement_names_rows_without_workers_and_agrees_with_their
             checked += 1
             assert {c: row[c] for c in DEPLOYMENT_COLUMNS} == {c: supplement[row["id"]][c] for c in DEPLOYMENT_COLUMNS}
     assert checked >= 40  # the two sources overlap on enough rows for the check to mean something
+
+
+def test_an_aggregated_row_the_supplement_lists_is_read_as_the_p_d_run_it_was() -> None:
+    filed = _row(
+        id="gb200-rack",
+        model_path="deepseek-ai/DeepSeek-R1",
+        system="gb200",
+        precision="fp8",
+        mode="agg",
+        moe_quant_mode="fp8_block",
+        batch_size="2048",
+        tp_size="72",
+        moe_tp_size="72",
+        moe_ep_size="1",
+    )
+    # Three DEP8 prefill workers and one DEP48 decode worker: the 72 GPUs the row calls TP.
+    run = dict(zip(DEPLOYMENT_COLUMNS, ("3", "1", "8", "1", "8", "1", "1", "48", "1", "48"), strict=True))
+    launch = "InferenceX@abc runners/launch_gb200-nv.sh"
+    supplement = {"gb200-rack": {**run, "source": launch}}
+    as_filed = parse_row(complete_deployments([filed], supplement={})[0])
+    assert [r.role for r in as_filed.config.roles] == [Role.UNIFIED]
+    completed = complete_deployments([filed], supplement)[0]
+    assert completed["mode"] == "disagg" and completed["deployment_source"] == launch
+    case = parse_row(completed)
+    assert case.fully_specified and case.concurrency == 2048
+    prefill, decode = case.config.roles
+    assert (prefill.role, prefill.replicas, prefill.worker.attention_dp, prefill.worker.ep) == (Role.PREFILL, 3, 8, 8)
+    assert (decode.role, decode.replicas, decode.worker.attention_dp, decode.worker.ep) == (Role.DECODE, 1, 48, 48)
+    assert case.config.total_gpus == 72
 
 
 def _published(row_id: str, decode_workers: str, speculative: str = "") -> dict[str, str]:

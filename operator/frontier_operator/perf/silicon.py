@@ -21,6 +21,12 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   (``catalog/data/silicon_deployment_alternatives.csv``, same script: several swept through its concurrency,
   or one that ran MTP, which the schema cannot state — read without it): the geometric mean of their
   predictions, since it ran one of them and which is not known; with none published, one worker each.
+* **P/D runs filed as aggregated.** 20 GB200 rows say ``agg`` with a TP of 72: InferenceX launched them, before
+  its configs listed GB200 SGLang runs, as Dynamo-SGLang P/D deployments filling a 72-GPU rack (three DEP8
+  prefill workers and one DEP48 decode worker at 1k/1k; six DEP8 and one DEP24 at 8k/1k). Their TPOT is flat
+  at 32 ms from 128 to 4,096 clients while TTFT grows to 150 s, which no aggregated worker does. The supplement
+  holds the deployment of each such row (recovered by the same script from the launch script at the row's
+  date), and the row is read as it.
 * **Concurrency.** ``batch_size``; else the ``silicon_concurrency=`` of ``silicon_data_source``; else decode
   batch × decode workers × decode attention-DP.
 * **Formats.** ``moe_quant_mode``/``gemm_quant_mode``/``precision`` name the weight format (an empty one means
@@ -208,7 +214,8 @@ def _measurement_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
 def complete_deployments(
     rows: list[dict[str, str]], supplement: Mapping[str, Mapping[str, str]]
 ) -> list[dict[str, str]]:
-    """The rows, each P/D row without worker counts completed from its twin or the supplement when known.
+    """The rows, each P/D row without worker counts completed from its twin or the supplement when known, and
+    each aggregated row the supplement lists read as the P/D run it was.
 
     A completed row also carries ``deployment_source``: ``twin <id>`` or the supplement's source.
     """
@@ -218,6 +225,11 @@ def complete_deployments(
             twins.setdefault(key, []).append(row)
     out = []
     for row in rows:
+        recorded_run = supplement.get(row.get("id", ""))
+        if not _is_disagg(row) and recorded_run is not None:
+            # A P/D run the dumps file as aggregated: read as the deployment the supplement recovered for it.
+            out.append(_deployed(row, recorded_run, recorded_run.get("source") or "supplement"))
+            continue
         if not _lacks_workers(row):
             out.append(row)
             continue
@@ -232,8 +244,14 @@ def complete_deployments(
         else:
             out.append(row)
             continue
-        out.append({**row, **{c: recorded.get(c, "") for c in DEPLOYMENT_COLUMNS}, "deployment_source": source})
+        out.append(_deployed(row, recorded, source))
     return out
+
+
+def _deployed(row: dict[str, str], recorded: Mapping[str, str], source: str) -> dict[str, str]:
+    """`row` as the P/D deployment `recorded` (its ten deployment columns), which came from `source`."""
+    deployment = {c: recorded.get(c, "") for c in DEPLOYMENT_COLUMNS}
+    return {**row, "mode": "disagg", **deployment, "deployment_source": source}
 
 
 def _int(row: Mapping[str, str], key: str) -> int | None:
