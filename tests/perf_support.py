@@ -6,6 +6,7 @@ from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.catalog.models import find_model
 from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.calibration import Calibration, Coefficients, FamilyFit
+from frontier_operator.perf.silicon import SCHEMA_COLUMNS
 from frontier_operator.perf.types import (
     LengthDistribution,
     MoeA2ABackend,
@@ -87,3 +88,8 @@ def ideal_calibration() -> Calibration:
     for arch in ("sm90", "sm100", "sm103", "gfx942", "gfx950"):
         calibration = calibration.with_family(arch, fit)
     return calibration
+
+
+def silicon_row(**values: str) -> dict[str, str]:
+    """A row of the silicon-measurements schema: `values`, every other column empty."""
+    return dict.fromkeys(SCHEMA_COLUMNS, "") | values

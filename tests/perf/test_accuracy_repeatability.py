@@ -10,7 +10,8 @@ from types import ModuleType
 
 import pytest
 
-from frontier_operator.perf.silicon import SCHEMA_COLUMNS, parse_row
+from frontier_operator.perf.silicon import parse_row
+from perf_support import silicon_row
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "accuracy.py"
 
@@ -25,8 +26,7 @@ def _bench() -> ModuleType:
 
 
 def _row(model: str, ttft_ms: str, tpot_ms: str, batch: str = "16") -> dict[str, str]:
-    row = dict.fromkeys(SCHEMA_COLUMNS, "")
-    row.update(
+    return silicon_row(
         backend="sglang",
         model_path=model,
         system="h200_sxm",
@@ -39,7 +39,6 @@ def _row(model: str, ttft_ms: str, tpot_ms: str, batch: str = "16") -> dict[str,
         silicon_ttft_ms=ttft_ms,
         silicon_tpot_ms=tpot_ms,
     )
-    return row
 
 
 def test_repeats_are_replayed_by_the_other_runs_and_twins_are_not_repeats() -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from frontier_operator.perf.silicon import SCHEMA_COLUMNS
+from perf_support import silicon_row
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "inferencex_deployments.py"
 
@@ -35,8 +35,7 @@ def _script() -> ModuleType:
 
 
 def _filed(isl: str, concurrency: str, **values: str) -> dict[str, str]:
-    row = dict.fromkeys(SCHEMA_COLUMNS, "")
-    row.update(
+    row = silicon_row(
         backend="sglang",
         model_path="deepseek-ai/DeepSeek-R1",
         system="gb200",

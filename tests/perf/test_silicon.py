@@ -10,7 +10,6 @@ from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_COLUMNS,
-    SCHEMA_COLUMNS,
     alternatives_of,
     complete_deployments,
     concurrency_of,
@@ -22,13 +21,12 @@ from frontier_operator.perf.silicon import (
     read_rows,
 )
 from frontier_operator.perf.types import MoeA2ABackend, Role
+from perf_support import silicon_row
 
 
 def _row(**values: str) -> dict[str, str]:
-    row = dict.fromkeys(SCHEMA_COLUMNS, "")
-    row.update(backend="sglang", isl="1024", osl="1024", silicon_ttft_ms="100", silicon_tpot_ms="10")
-    row.update(values)
-    return row
+    defaults = {"backend": "sglang", "isl": "1024", "osl": "1024", "silicon_ttft_ms": "100", "silicon_tpot_ms": "10"}
+    return silicon_row(**(defaults | values))
 
 
 def test_double_counted_tp_is_undone_for_aggregated_rows() -> None:
