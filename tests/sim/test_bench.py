@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from frontier_operator.perf.silicon import SCHEMA_COLUMNS
 from frontier_operator.sim.bench import (
     answer_benchmark,
     benchmark_gpu_minutes,
@@ -18,6 +17,7 @@ from frontier_operator.sim.bench import (
 )
 from frontier_operator.sim.measured import MeasuredTable, MeasuredTruth
 from frontier_operator.sim.tables import write_rows
+from perf_support import silicon_row
 from sim.twin_fakes import FakeTruth, LinearTiming, unified
 
 # The result dictionary of sglang/benchmark/serving.py 0.5.23 (`benchmark`, without goodput/cache report).
@@ -105,8 +105,7 @@ def test_other_datasets_are_refused() -> None:
 def test_measured_truth_is_reproduced_at_measured_concurrencies(tmp_path: Path) -> None:
     rows = []
     for concurrency, ttft, tpot in ((4, 250.0, 11.0), (16, 400.0, 16.0), (64, 1200.0, 33.0)):
-        row = dict.fromkeys(SCHEMA_COLUMNS, "")
-        row.update(
+        row = silicon_row(
             backend="sglang",
             model_path="Qwen/Qwen3-32B",
             system="h100_sxm",

@@ -8,22 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from frontier_operator.perf.silicon import SCHEMA_COLUMNS
 from frontier_operator.perf.types import LengthDistribution, Role, RoleDeployment, ServingConfig, Speculative, Workload
 from frontier_operator.perf.types import SpeculativeAlgorithm as Algorithm
 from frontier_operator.sim.measured import MeasuredTable, MeasuredTruth, precision_class
 from frontier_operator.sim.tables import write_rows
 from frontier_operator.sim.timing import PrefillMode, Unavailable
+from perf_support import silicon_row
 
 # (concurrency, TTFT ms, TPOT ms) of an invented Qwen3-32B TP2 aggregated run, 2048/256 tokens.
 TP2 = ((4, 200.0, 10.0), (16, 300.0, 14.0), (16, 320.0, 15.0), (16, 310.0, 13.0), (64, 900.0, 30.0))
 
 
 def _row(**values: object) -> dict[str, str]:
-    row = dict.fromkeys(SCHEMA_COLUMNS, "")
-    row.update({"backend": "sglang", "model_path": "Qwen/Qwen3-32B", "system": "h100_sxm", "precision": "bf16"})
-    row.update({key: str(value) for key, value in values.items()})
-    return row
+    qwen_h100 = {"backend": "sglang", "model_path": "Qwen/Qwen3-32B", "system": "h100_sxm", "precision": "bf16"}
+    return silicon_row(**(qwen_h100 | {key: str(value) for key, value in values.items()}))
 
 
 def _rows() -> list[dict[str, str]]:
