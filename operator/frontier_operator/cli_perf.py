@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import math
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -19,10 +20,18 @@ import yaml
 from frontier_operator.catalog import data_files
 from frontier_operator.perf.calibration import CALIBRATION_FILE, Calibration, render_calibration_yaml
 from frontier_operator.perf.errors import UnpredictableConfig
-from frontier_operator.perf.fitting import MAX_ITERATIONS, FitOptions, file_digest, fit_calibration
+from frontier_operator.perf.fitting import (
+    MAX_ITERATIONS,
+    PRIOR_SIGMA,
+    FitOptions,
+    coefficient_spread,
+    file_digest,
+    fit_calibration,
+)
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_SUPPLEMENT_PATH,
+    SiliconCase,
     alternatives_of,
     complete_deployments,
     describe_deployment,
@@ -100,8 +109,21 @@ def _calibrate(args: argparse.Namespace) -> int:
     for arch, fit in calibration.families:
         kind = "in-sample" if args.in_sample_sigma else "held-out"
         print(f"{arch}: {fit.rows} rows, {kind} TTFT sigma {fit.ttft_sigma:.1%}, TPOT sigma {fit.tpot_sigma:.1%}")
+    for arch, _ in calibration.families:
+        print(spread_table(arch, cases, calibration))
     print(f"wrote {out}")
     return 0
+
+
+def spread_table(arch: str, cases: list[SiliconCase], calibration: Calibration) -> str:
+    """How tightly the family's rows pin each coefficient; a wide one is what the weak prior decided."""
+    lines = [f"{arch}: coefficient, fitted value, known within ×/÷ (one sigma; 'prior only' = the rows say nothing)"]
+    for spread in coefficient_spread(arch, cases, calibration):
+        factor = math.exp(spread.log_sigma)
+        note = " prior only" if spread.log_sigma > 0.9 * PRIOR_SIGMA else ""
+        note += " at a bound" if spread.at_bound else ""
+        lines.append(f"  {spread.name:32s} {spread.value:10.4g}  ×/÷ {factor:.3g}{note}")
+    return "\n".join(lines)
 
 
 def calibration_header(backend: str) -> str:

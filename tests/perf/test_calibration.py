@@ -15,7 +15,14 @@ from frontier_operator.perf.calibration import (
     FamilyFit,
     render_calibration_yaml,
 )
-from frontier_operator.perf.fitting import FitOptions, case_residual, fit_calibration, robust_sigma
+from frontier_operator.perf.fitting import (
+    PRIOR_SIGMA,
+    FitOptions,
+    case_residual,
+    coefficient_spread,
+    fit_calibration,
+    robust_sigma,
+)
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import iter_cases, read_rows
 
@@ -83,3 +90,22 @@ def test_fit_is_reproducible_and_improves_on_the_priors() -> None:
 
 def test_robust_sigma_ignores_a_few_wild_rows() -> None:
     assert robust_sigma([0.1, -0.1, 0.1, -0.1, 5.0]) == pytest.approx(0.14826)
+
+
+@pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")
+def test_the_spread_says_which_coefficients_the_rows_pin() -> None:
+    """H200 rows: decode-heavy runs pin HBM efficiency and the first-token overhead; only P/D runs say anything
+    about the P/D hand-off — without them it is the prior's alone. sm90's attention efficiency sits at peak."""
+    calibration = PerformanceModel.default().calibration
+    h200 = [case for _, case in iter_cases(read_rows(SILICON), "sglang") if case.gpu.arch == "sm90"]
+    aggregated = [case for case in h200 if all(role.role.value == "unified" for role in case.config.roles)]
+    assert 0 < len(aggregated) < len(h200)
+    spread = {s.name: s for s in coefficient_spread("sm90", aggregated, calibration)}
+    assert set(spread) == {spec.name for spec in COEFFICIENT_SPECS}
+    assert all(0 < s.log_sigma <= PRIOR_SIGMA for s in spread.values())
+    assert spread["pd_handoff_ms"].log_sigma == pytest.approx(PRIOR_SIGMA, rel=0.01)
+    assert spread["hbm_efficiency"].log_sigma < 0.3 and spread["ttft_overhead_ms"].log_sigma < 0.3
+    assert spread["hbm_efficiency"].value == calibration.family("sm90").coefficients.hbm_efficiency
+    assert spread["attention_efficiency"].at_bound and not spread["hbm_efficiency"].at_bound
+    with_pd = {s.name: s for s in coefficient_spread("sm90", h200, calibration)}
+    assert with_pd["pd_handoff_ms"].log_sigma < 0.95 * PRIOR_SIGMA

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,7 @@ def test_calibrate_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")
-def test_calibrate_writes_a_loadable_file(tmp_path: Path) -> None:
+def test_calibrate_writes_a_loadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with SILICON.open(newline="", encoding="utf-8") as handle:
         rows = [row for row in csv.DictReader(handle) if row["model_path"] == "Qwen/Qwen3-235B-A22B-FP8"]
     data = tmp_path / "qwen.csv"
@@ -102,5 +103,9 @@ def test_calibrate_writes_a_loadable_file(tmp_path: Path) -> None:
     assert _run(["calibrate", "--data", str(data), "--out", str(out), "--max-iterations", "3", "--starts", "1"]) == 0
     text = out.read_text(encoding="utf-8")
     assert "frontier calibrate" in text and "sm90" in text
+    # And how well the rows pin each coefficient: 24 aggregated rows of one model say nothing about P/D.
+    report = capsys.readouterr().out
+    assert "sm90: coefficient, fitted value" in report
+    assert re.search(r"pd_handoff_ms +[0-9.]+ +×/÷ [0-9.]+ prior only", report), report
     predicted = tmp_path / "pred.csv"
     assert _run(["predict", "--csv", str(data), "--calibration", str(out), "-o", str(predicted)]) == 0

@@ -78,6 +78,15 @@ def _bounds() -> tuple[list[float], list[float]]:
     return lower, upper
 
 
+def _log_point(coefficients: Coefficients) -> list[float]:
+    """The fit's coordinates (log of each coefficient) of `coefficients`, clamped into the bounds."""
+    lower, upper = _bounds()
+    values = coefficients.as_dict()
+    return [
+        min(max(math.log(max(values[name], 1e-300)), lo), hi) for name, lo, hi in zip(_NAMES, lower, upper, strict=True)
+    ]
+
+
 def _coefficients(z: Sequence[float]) -> Coefficients:
     return Coefficients.from_dict({name: math.exp(value) for name, value in zip(_NAMES, z, strict=True)})
 
@@ -141,6 +150,28 @@ def _robust_weights(raw: Sequence[float]) -> list[float]:
     return [1.0 / math.sqrt(1.0 + (r / ROBUST_SCALE) ** 2) for r in raw]
 
 
+def _jacobian_columns(
+    problem: _FamilyProblem, z: Sequence[float], weights: Sequence[float], r: Sequence[float]
+) -> list[list[float]]:
+    """∂r/∂z_j of the weighted residuals `r` at `z`, one column per coefficient (forward differences; backward
+    at an upper bound, so that no step leaves the box)."""
+    upper = _bounds()[1]
+    columns = []
+    for j in range(len(z)):
+        step = FINITE_DIFFERENCE if z[j] + FINITE_DIFFERENCE <= upper[j] else -FINITE_DIFFERENCE
+        shifted = list(z)
+        shifted[j] += step
+        r_shift = problem.weighted(problem.raw_residuals(shifted), weights, shifted)
+        columns.append([(a - b) / step for a, b in zip(r_shift, r, strict=True)])
+    return columns
+
+
+def _gram(columns: Sequence[Sequence[float]]) -> list[list[float]]:
+    """JᵀJ of a Jacobian given by its columns."""
+    n = len(columns)
+    return [[sum(a * b for a, b in zip(columns[i], columns[k], strict=True)) for k in range(n)] for i in range(n)]
+
+
 def _levenberg_marquardt(problem: _FamilyProblem, start: list[float], max_iterations: int) -> list[float]:
     lower, upper = _bounds()
     z = [min(max(v, lo), hi) for v, lo, hi in zip(start, lower, upper, strict=True)]
@@ -150,18 +181,9 @@ def _levenberg_marquardt(problem: _FamilyProblem, start: list[float], max_iterat
         weights = _robust_weights(raw)
         r = problem.weighted(raw, weights, z)
         cost = sum(v * v for v in r)
-        jacobian_columns = []
-        for j in range(len(z)):
-            step = FINITE_DIFFERENCE if z[j] + FINITE_DIFFERENCE <= upper[j] else -FINITE_DIFFERENCE
-            shifted = z[:]
-            shifted[j] += step
-            r_shift = problem.weighted(problem.raw_residuals(shifted), weights, shifted)
-            jacobian_columns.append([(a - b) / step for a, b in zip(r_shift, r, strict=True)])
+        jacobian_columns = _jacobian_columns(problem, z, weights, r)
         n = len(z)
-        jtj = [
-            [sum(a * b for a, b in zip(jacobian_columns[i], jacobian_columns[k], strict=True)) for k in range(n)]
-            for i in range(n)
-        ]
+        jtj = _gram(jacobian_columns)
         jtr = [sum(a * b for a, b in zip(jacobian_columns[i], r, strict=True)) for i in range(n)]
         improved = False
         for _attempt in range(8):
@@ -247,13 +269,7 @@ def fit_family(
     best: tuple[float, list[float]] | None = None
     starts = [_start(scale_efficiency, scale_overhead) for scale_efficiency, scale_overhead in _START_SCALES]
     if options.warm_start is not None:
-        lower, upper = _bounds()
-        warm = options.warm_start.as_dict()
-        point = [
-            min(max(math.log(max(warm[name], 1e-300)), lo), hi)
-            for name, lo, hi in zip(_NAMES, lower, upper, strict=True)
-        ]
-        starts = [point, *starts]
+        starts = [_log_point(options.warm_start), *starts]
     for z0 in starts[: max(1, options.starts)]:
         z_start = _levenberg_marquardt(problem, z0, options.max_iterations)
         score = _objective(problem, z_start)
@@ -267,6 +283,53 @@ def fit_family(
     ttft = [r.ttft for r in residuals if r.ttft is not None]
     tpot = [r.tpot for r in residuals if r.tpot is not None]
     return FamilyFit(coefficients, rows=len(cases), ttft_sigma=robust_sigma(ttft), tpot_sigma=robust_sigma(tpot))
+
+
+@dataclass(frozen=True)
+class CoefficientSpread:
+    """How well a family's rows determine one coefficient: its value and the log-σ of its posterior."""
+
+    name: str
+    value: float
+    # One sigma of log(coefficient) given the rows and the weak prior (Gauss–Newton, at the fitted point):
+    # the coefficient is known to within a factor exp(log_sigma). PRIOR_SIGMA means the rows say nothing.
+    log_sigma: float
+    at_bound: bool
+
+
+def coefficient_spread(arch: str, cases: Sequence[SiliconCase], calibration: Calibration) -> list[CoefficientSpread]:
+    """Per coefficient of `arch` in `calibration`: how tightly its fittable rows among `cases` pin it.
+
+    The fit's curvature at the fitted point, the robust weights held: information = JᵀJ / s² over the rows
+    (s² the weighted residual variance, RSS / (rows − coefficients)) plus the prior's 1 / PRIOR_SIGMA²; the
+    diagonal of its inverse is each coefficient's variance in log units, correlations with the others
+    included. A coefficient that only trades against another (an efficiency against a fixed overhead) comes
+    out wide even where each alone would look sharp. The planner leans on such coefficients where the rows
+    never went: long prompts, other GPUs.
+    """
+    problem = _FamilyProblem(arch, [case for case in fittable(cases) if case.gpu.arch == arch], calibration)
+    lower, upper = _bounds()
+    fitted = calibration.family(arch).coefficients
+    z = _log_point(fitted)
+    raw = problem.raw_residuals(z)
+    weights = _robust_weights(raw)
+    r = problem.weighted(raw, weights, z)
+    columns = [column[: len(raw)] for column in _jacobian_columns(problem, z, weights, r)]
+    data = r[: len(raw)]
+    variance = sum(v * v for v in data) / max(1, len(raw) - len(z))
+    n = len(z)
+    information = [
+        [value / max(variance, 1e-12) + (1.0 / PRIOR_SIGMA**2 if i == k else 0.0) for k, value in enumerate(row)]
+        for i, row in enumerate(_gram(columns))
+    ]
+    values = fitted.as_dict()
+    out = []
+    for j, name in enumerate(_NAMES):
+        unit = [1.0 if k == j else 0.0 for k in range(n)]
+        covariance = _solve(information, unit)[j]
+        bound = abs(z[j] - lower[j]) < 1e-9 or abs(z[j] - upper[j]) < 1e-9
+        out.append(CoefficientSpread(name, values[name], math.sqrt(max(covariance, 0.0)), bound))
+    return out
 
 
 def held_out_key(case: SiliconCase) -> str:
