@@ -307,7 +307,8 @@ def coefficient_spread(arch: str, cases: Sequence[SiliconCase], calibration: Cal
     out wide even where each alone would look sharp. The planner leans on such coefficients where the rows
     never went: long prompts, other GPUs.
     """
-    problem = _FamilyProblem(arch, [case for case in fittable(cases) if case.gpu.arch == arch], calibration)
+    # The family's rows first: `fittable` predicts every row it is given, and the CLI asks once per family.
+    problem = _FamilyProblem(arch, fittable([case for case in cases if case.gpu.arch == arch]), calibration)
     lower, upper = _bounds()
     fitted = calibration.family(arch).coefficients
     z = _log_point(fitted)
