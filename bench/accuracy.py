@@ -270,9 +270,14 @@ def grouped(outcomes: Sequence[Outcome], key: str) -> dict[str, dict[str, float 
     return {label: summarise(group) for label, group in sorted(groups.items())}
 
 
+def _deployment_key(case: SiliconCase) -> tuple[object, ...]:
+    """What was deployed and fed, by architecture (the dumps file DeepSeek-R1 runs again as DeepSeek-V3)."""
+    return (architecture_key(case), case.gpu.name, case.config.roles, case.workload)
+
+
 def _setup_key(case: SiliconCase) -> tuple[object, ...]:
-    """What a measurement measured, by architecture (the dumps file DeepSeek-R1 runs again as DeepSeek-V3)."""
-    return (architecture_key(case), case.gpu.name, case.config.roles, case.workload, case.concurrency)
+    """What a measurement measured: the deployment and its load."""
+    return (*_deployment_key(case), case.concurrency)
 
 
 def repeatability(outcomes: Sequence[Outcome]) -> dict[str, object]:
@@ -317,6 +322,73 @@ def repeatability(outcomes: Sequence[Outcome]) -> dict[str, object]:
     }
 
 
+def after_one_measured_load(outcomes: Sequence[Outcome], full: Calibration) -> dict[str, object]:
+    """What the model is worth once a deployment has been measured at one load, as the operator's tuning loop has
+    it after its first windows (tuning/calibration.py multiplies the model by the measured / predicted ratio).
+
+    Each fully specified row whose deployment (architecture, GPU, deployment, lengths) was also measured at
+    another concurrency is predicted by the model times that ratio at the nearest other concurrency (in log
+    distance; geometric mean over ties and repeats) — never its own result, nor other runs at its concurrency.
+    Against it: the model alone on the same rows, and a replay of the nearest measurement without the model.
+    Per GPU family, the 90th percentile of log(measured / corrected) — what a corrected prediction at another
+    load still under-predicts — next to what the planner's margin keeps of the cold held-out one at full
+    calibration confidence (`covering_margin`).
+    """
+    measured: dict[str, Callable[[SiliconCase], float | None]] = {
+        "ttft": lambda case: case.measured_ttft_ms,
+        "tpot": lambda case: case.measured_tpot_ms,
+    }
+    signed: dict[str, Callable[[Outcome], float | None]] = {
+        "ttft": lambda outcome: outcome.ttft_log_error,
+        "tpot": lambda outcome: outcome.tpot_log_error,
+    }
+    deployments: dict[tuple[object, ...], list[tuple[SiliconCase, Outcome]]] = {}
+    for outcome in outcomes:
+        case = outcome.row.case
+        if case is not None and case.fully_specified:
+            deployments.setdefault(_deployment_key(case), []).append((case, outcome))
+    view: dict[str, object] = {}
+    for metric in ("ttft", "tpot"):
+        model: list[float] = []
+        corrected: list[float] = []
+        replay: list[float] = []
+        underprediction: dict[str, list[float]] = {}
+        for members in deployments.values():
+            points = [
+                (case.concurrency, math.log(value), error, case.gpu.arch)
+                for case, outcome in members
+                if (value := measured[metric](case)) and (error := signed[metric](outcome)) is not None
+            ]
+            for concurrency, log_measured, log_error, family in points:
+                others = [(abs(math.log(c / concurrency)), m, e) for c, m, e, _ in points if c != concurrency]
+                if not others:
+                    continue
+                nearest = min(distance for distance, _, _ in others)
+                ratio = statistics.fmean(e for distance, _, e in others if distance == nearest)
+                replayed = statistics.fmean(m for distance, m, _ in others if distance == nearest)
+                model.append(abs(math.exp(log_error) - 1.0))
+                corrected.append(abs(math.exp(log_error - ratio) - 1.0))
+                replay.append(abs(math.exp(replayed - log_measured) - 1.0))
+                underprediction.setdefault(family, []).append(ratio - log_error)
+        families: dict[str, dict[str, float | int | None]] = {}
+        for family, values in sorted(underprediction.items()):
+            cold = getattr(full.family(family), f"{metric}_underprediction_q90")
+            families[family] = {
+                "rows": len(values),
+                "corrected_underprediction_q90": _quantile(values, 0.9),
+                "margin_keeps_at_full_confidence": None if cold is None else math.log1p(covering_margin(cold, 1.0)),
+            }
+        view[metric] = {
+            "rows": len(model),
+            "model_median_ape": statistics.median(model) if model else None,
+            "corrected_median_ape": statistics.median(corrected) if corrected else None,
+            "corrected_p90_ape": _quantile(corrected, 0.9) if corrected else None,
+            "replay_median_ape": statistics.median(replay) if replay else None,
+            "per_family": families,
+        }
+    return view
+
+
 def report(outcomes: Sequence[Outcome]) -> dict[str, object]:
     specified = [o for o in outcomes if o.row.case is not None and o.row.case.fully_specified]
     return {
@@ -354,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     loao, _ = held_out(rows, usable, full, architecture_key, workers=args.workers, cold=not args.warm)
     in_sample = evaluate(PerformanceModel(full), rows)
     headline = summarise(lomo)
+    measured_load = after_one_measured_load(lomo, full)
     result = {
         "benchmark": "accuracy",
         "method": (
@@ -372,6 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "leave_one_architecture_out": report(loao),
         "in_sample": report(in_sample),
         "repeatability": repeatability(lomo),
+        "after_one_measured_load": measured_load,
         "unpredictable_reasons": _reasons(lomo),
         "held_out_margins": margin_data(usable, lomo_refits),
         "rows_leave_one_model_out": [_row_record(o) for o in lomo],
@@ -394,9 +468,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"TTFT median {pct(headline['median_ttft_ape'])} p90 {pct(headline['p90_ttft_ape'])}, "
         f"end-to-end median {pct(headline['median_e2e_ape'])}, coverage {pct(headline['coverage'])}; "
         "fully specified rows: TPOT median "
-        f"{pct(specified['median_tpot_ape'])}, TTFT median {pct(specified['median_ttft_ape'])} -> {out}"
+        f"{pct(specified['median_tpot_ape'])}, TTFT median {pct(specified['median_ttft_ape'])}; "
+        "after one measured load of the deployment: TPOT median "
+        f"{pct(_corrected_median(measured_load, 'tpot'))}, TTFT median {pct(_corrected_median(measured_load, 'ttft'))} "
+        f"-> {out}"
     )
     return 0
+
+
+def _corrected_median(view: dict[str, object], metric: str) -> float | None:
+    figures = view[metric]
+    assert isinstance(figures, dict)  # the view's shape: one dict per metric
+    value = figures["corrected_median_ape"]
+    return None if value is None else float(value)
 
 
 def _rounded(value: float | None) -> float | None:

@@ -1,4 +1,5 @@
-"""bench/accuracy.py's repeatability view: how far repeated measurements of one setup disagree."""
+"""bench/accuracy.py's views of the file itself: how far repeated measurements of one setup disagree, and what one
+measured load of a deployment makes of the model's predictions at the others."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from types import ModuleType
 
 import pytest
 
+from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import parse_row
 from perf_support import silicon_row
 
@@ -25,14 +27,14 @@ def _bench() -> ModuleType:
     return module
 
 
-def _row(model: str, ttft_ms: str, tpot_ms: str, batch: str = "16") -> dict[str, str]:
+def _row(model: str, ttft_ms: str, tpot_ms: str, batch: str = "16", isl: str = "1024") -> dict[str, str]:
     return silicon_row(
         backend="sglang",
         model_path=model,
         system="h200_sxm",
         precision="fp8",
         mode="agg",
-        isl="1024",
+        isl=isl,
         osl="1024",
         batch_size=batch,
         tp_size="8",
@@ -98,3 +100,54 @@ def test_end_to_end_error_tells_a_wrong_split_from_wrong_work() -> None:
     summary = accuracy.summarise([split, slow])
     assert summary["median_e2e_ape"] == pytest.approx(0.05)
     assert summary["median_tpot_log_error"] == pytest.approx((math.log(1 - 20 / steps) + math.log(1.1)) / 2)
+
+
+def test_one_measured_load_corrects_the_model_at_the_nearest_other_load() -> None:
+    accuracy = _bench()
+
+    def outcome(ttft_ms: str, batch: str, ttft_log_error: float, isl: str = "1024") -> object:
+        row = _row("deepseek-ai/DeepSeek-R1", ttft_ms, "10", batch=batch, isl=isl)
+        record = accuracy.Row(0, row["model_path"], "h200_sxm", "agg", parse_row(row), None)
+        return accuracy.Outcome(record, abs(math.exp(ttft_log_error) - 1), None, None, None, ttft_log_error, None)
+
+    shipped = PerformanceModel.default().calibration
+    view = accuracy.after_one_measured_load(
+        [
+            # One deployment measured at 4, 8 and 16 clients; the model slow by e^0.1, e^0.3, e^0.3.
+            outcome("100", "4", 0.1),
+            outcome("200", "8", 0.3),
+            outcome("400", "16", 0.3),
+            # Another deployment (longer prompts), measured at one load only: nothing to correct it with.
+            outcome("900", "4", 0.5, isl="8192"),
+        ],
+        shipped,
+    )
+    ttft = view["ttft"]
+    assert ttft["rows"] == 3
+    assert ttft["model_median_ape"] == pytest.approx(math.exp(0.3) - 1)
+    # 4 clients corrected by 8's ratio (e^-0.2 off), 8 by the mean of 4's and 16's (e^0.1 off), 16 by 8's (exact).
+    assert ttft["corrected_median_ape"] == pytest.approx(math.exp(0.1) - 1)
+    assert ttft["corrected_p90_ape"] == pytest.approx(0.2 * (math.exp(0.1) - 1) + 0.8 * (1 - math.exp(-0.2)))
+    # Replaying the nearest measurement instead: 200 for 100 (+100 %), √(100·400) for 200 (exact), 200 for 400.
+    assert ttft["replay_median_ape"] == pytest.approx(0.5)
+    # What the corrected predictions still under-predict, log(measured / corrected): 0.2, -0.1 and 0; against
+    # what the planner's margin keeps at full confidence of the family's cold held-out 90th percentile.
+    (family,) = ttft["per_family"].items()
+    cold = shipped.family("sm90").ttft_underprediction_q90
+    assert family == (
+        "sm90",
+        {
+            "rows": 3,
+            "corrected_underprediction_q90": pytest.approx(0.16),
+            "margin_keeps_at_full_confidence": pytest.approx(0.25 * cold),
+        },
+    )
+    # No row has a signed TPOT error: nothing to report, rather than a zero.
+    assert view["tpot"] == {
+        "rows": 0,
+        "model_median_ape": None,
+        "corrected_median_ape": None,
+        "corrected_p90_ape": None,
+        "replay_median_ape": None,
+        "per_family": {},
+    }

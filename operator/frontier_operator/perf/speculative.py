@@ -2,8 +2,13 @@
 
 Each draft token is accepted with probability α if the one before it was (a chain), so a chain of `steps`
 draft tokens yields 1 + α + … + α^steps tokens per target forward (the final "bonus" token is free). With
-`eagle_topk` > 1 the draft proposes a tree; a level counts as accepted when any of its `topk` candidates is
-(1 − (1 − α)^topk), capped by the number of draft tokens verified.
+`eagle_topk` > 1 the draft proposes a tree, built as SGLang builds it (EAGLE-2's dynamic tree): each of
+`steps` rounds expands the `topk` best partial paths by their `topk` best next tokens, and the verify pass
+scores only the `num_draft_tokens − 1` best nodes of everything proposed. The target's token is the draft's
+r-th choice with probability α(1 − α)^(r − 1) (so a chain's α is the top-1 rate, and a level with `topk`
+candidates is accepted with 1 − (1 − α)^topk); a node is accepted with the product of its path's
+probabilities, and a pass yields 1 + the sum over the verified nodes. The budget matters: a 5-step, top-4
+tree verified with 8 tokens is mostly a chain with two side branches, not five levels of four candidates.
 
 α per workload kind is backed out of published accept lengths (published-figures.md §4):
 * DeepSeek-R1 MTP on Ant Group's production traffic (H20 rows): accept length 1.8–1.9 with 1 step
@@ -48,7 +53,13 @@ def accept_length(speculative: Speculative, kind: str) -> float:
     """Expected tokens produced per verify pass (≥ 1, ≤ num_steps + 1 and ≤ num_draft_tokens)."""
     alpha = acceptance_probability(kind, speculative.algorithm)
     topk = max(1, speculative.eagle_topk)
-    level = 1.0 - (1.0 - alpha) ** topk
-    depth = max(0, speculative.num_steps)
-    expected = sum(level**i for i in range(depth + 1))
-    return max(1.0, min(expected, float(max(1, speculative.num_draft_tokens)), float(depth + 1)))
+    by_rank = [alpha * (1.0 - alpha) ** rank for rank in range(topk)]
+    proposed: list[float] = []
+    beams = [1.0]
+    for _ in range(max(0, speculative.num_steps)):
+        children = sorted((beam * p for beam in beams for p in by_rank), reverse=True)
+        proposed += children
+        beams = children[:topk]
+    # A node is never likelier than its parent, so the best nodes form a tree: the one SGLang verifies.
+    verified = sorted(proposed, reverse=True)[: max(0, speculative.num_draft_tokens - 1)]
+    return 1.0 + sum(verified)
