@@ -53,6 +53,7 @@ from frontier_operator.perf.fitting import (
 )
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
+    DEPLOYMENT_ALTERNATIVES_PATH,
     DEPLOYMENT_SUPPLEMENT_PATH,
     SiliconCase,
     alternatives_of,
@@ -122,9 +123,12 @@ def full_calibration(usable: Sequence[SiliconCase], data: Path, workers: int) ->
     """The fit on every usable row: the shipped file if it was fitted on `data` (and the shipped deployment
     supplement), else a fresh fit."""
     shipped = dict(PerformanceModel.default().calibration.provenance)
-    if shipped.get("data_sha256") == file_digest(data) and shipped.get("deployments_sha256") == file_digest(
-        DEPLOYMENT_SUPPLEMENT_PATH
-    ):
+    digests = {
+        "data_sha256": file_digest(data),
+        "deployments_sha256": file_digest(DEPLOYMENT_SUPPLEMENT_PATH),
+        "alternatives_sha256": file_digest(DEPLOYMENT_ALTERNATIVES_PATH),
+    }
+    if all(shipped.get(key) == digest for key, digest in digests.items()):
         return PerformanceModel.default().calibration, "shipped calibration (fitted on this file)"
     return fit_calibration(usable, workers=workers, held_out=False), "fitted afresh (the shipped file is of other data)"
 
@@ -260,7 +264,8 @@ def grouped(outcomes: Sequence[Outcome], key: str) -> dict[str, dict[str, float 
             "mode": outcome.row.mode,
         }[key]
         if key == "mode" and outcome.row.case is not None and outcome.row.case.alternatives:
-            label += " (worker counts missing, predicted over InferenceX's published alternatives)"
+            missing = "worker counts" if outcome.row.mode == "disagg" else "speculative decoding"
+            label += f" ({missing} missing, predicted over InferenceX's published alternatives)"
         elif key == "mode" and outcome.row.case is not None and not outcome.row.case.fully_specified:
             label += " (worker counts missing)"
         elif key == "mode" and outcome.row.deployment:

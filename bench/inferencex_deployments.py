@@ -26,6 +26,14 @@ deployment, one line each, to catalog/data/silicon_deployment_alternatives.csv (
 ``speculative_decoding``). `frontier predict` predicts such a row as each of its alternatives and reports their
 geometric mean; the fit never uses it (it does not say which one ran).
 
+The schema has no column for speculative decoding either, and InferenceX benchmarks single-node SGLang with and
+without MTP (DeepSeek-R1 FP8 on B200 at TP8, March 2026: without from 4 to 64 clients, with from 4 to 512). For each
+aggregated row the script reads the single-node entries of the config at the row's time (same model, precision, GPU,
+lengths, TP and EP, the row's concurrency in the entry's sweep); where one of them ran MTP, every such run goes to the
+alternatives file, an MTP one with the draft its benchmark script passes (`SPECULATIVE_NUM_STEPS` …, in the
+``speculative_*`` columns), and a row that is the same measurement filed under the architecture's other name
+(`measurement_key`) gets the same lines. `perf.silicon` predicts such a row over those runs and never fits it.
+
 Twenty aggregated GB200 rows ("tp72") predate the config's GB200 SGLang entries: `runners/launch_gb200-nv.sh`
 launched them as Dynamo-SGLang P/D deployments filling the rack. The script reads that file as it stood at each
 such row's time too (`launched`), and writes the deployment it ran to the supplement, which `perf.silicon` then
@@ -45,7 +53,7 @@ import datetime as dt
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +63,16 @@ from frontier_operator.perf.silicon import (
     DEPLOYMENT_ALTERNATIVES_PATH,
     DEPLOYMENT_COLUMNS,
     DEPLOYMENT_SUPPLEMENT_PATH,
+    DRAFT_COLUMNS,
+    measurement_key,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "silicon" / "silicon_measurements.csv"
 CONFIG_PATH = ".github/configs/nvidia-master.yaml"
 FRAMEWORK = "dynamo-sglang"
+SINGLE_NODE_FRAMEWORK = "sglang"
+_DRAFT_VARIABLES = ("SPECULATIVE_NUM_STEPS", "SPECULATIVE_EAGLE_TOPK", "SPECULATIVE_DRAFT_TOKENS")
 _MEASURED = re.compile(r"measured=(\d{4}-\d{2}-\d{2})(T[0-9:.]+)?Z?")
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
@@ -158,39 +170,152 @@ def _same_model(entry_model: str, model_path: str) -> bool:
 Published = tuple[Role, Role, bool, str]
 
 
-def published(row: dict[str, str], config: dict[str, Any]) -> list[Published]:
-    """Every distinct deployment of the config's search-space entries that matches the row, in config order."""
+def _spaces_at(
+    row: dict[str, str], config: dict[str, Any], framework: str, disagg: bool
+) -> Iterator[tuple[str, dict[str, Any], int]]:
+    """(config key, search-space entry, the row's concurrency) for every search space of the config's entries of
+    `framework` (P/D or not) at the row's model, precision, GPU and lengths; the caller matches the rest."""
     gpu = row["system"].removesuffix("_sxm")
     concurrency_match = _CONCURRENCY.search(row.get("silicon_data_source") or "")
     if concurrency_match is None:
-        return []
+        return
     concurrency = int(concurrency_match.group(1))
-    found: dict[tuple[Role, Role, bool], str] = {}
     for key, entry in config.items():
-        if not isinstance(entry, dict) or entry.get("framework") != FRAMEWORK or not entry.get("disagg"):
+        if not isinstance(entry, dict) or entry.get("framework") != framework or bool(entry.get("disagg")) != disagg:
             continue
         if entry.get("precision") != row["precision"] or not _same_model(str(entry.get("model")), row["model_path"]):
             continue
         if str(entry.get("runner", "")).split("-")[0] != gpu:
             continue
         for lengths in entry.get("seq-len-configs") or []:
-            if (lengths.get("isl"), lengths.get("osl")) != (_int(row, "isl"), _int(row, "osl")):
-                continue
-            for space in lengths.get("search-space") or []:
-                if concurrency not in (space.get("conc-list") or []):
-                    continue
-                prefill, decode = _role(space["prefill"]), _role(space["decode"])
-                row_prefill_ep, row_decode_ep = _int(row, "prefill_moe_ep_size"), _int(row, "decode_moe_ep_size")
-                if (prefill[1], prefill[2], decode[1]) != (
-                    _int(row, "prefill_tp_size"),
-                    row_prefill_ep,
-                    _int(row, "decode_tp_size"),
-                ) or decode[2] not in (row_decode_ep, decode[2] if row_decode_ep == row_prefill_ep else None):
-                    continue
-                settings = space["prefill"].get("additional-settings") or []
-                source = f"{key} {' '.join(str(s) for s in settings)}".strip()
-                found.setdefault((prefill, decode, bool(space.get("spec-decoding"))), source)
+            if (lengths.get("isl"), lengths.get("osl")) == (_int(row, "isl"), _int(row, "osl")):
+                yield from ((key, space, concurrency) for space in lengths.get("search-space") or [])
+
+
+def published(row: dict[str, str], config: dict[str, Any]) -> list[Published]:
+    """Every distinct deployment of the config's search-space entries that matches the row, in config order."""
+    found: dict[tuple[Role, Role, bool], str] = {}
+    for key, space, concurrency in _spaces_at(row, config, FRAMEWORK, disagg=True):
+        if concurrency not in (space.get("conc-list") or []):
+            continue
+        prefill, decode = _role(space["prefill"]), _role(space["decode"])
+        row_prefill_ep, row_decode_ep = _int(row, "prefill_moe_ep_size"), _int(row, "decode_moe_ep_size")
+        if (prefill[1], prefill[2], decode[1]) != (
+            _int(row, "prefill_tp_size"),
+            row_prefill_ep,
+            _int(row, "decode_tp_size"),
+        ) or decode[2] not in (row_decode_ep, decode[2] if row_decode_ep == row_prefill_ep else None):
+            continue
+        settings = space["prefill"].get("additional-settings") or []
+        source = f"{key} {' '.join(str(s) for s in settings)}".strip()
+        found.setdefault((prefill, decode, bool(space.get("spec-decoding"))), source)
     return [(prefill, decode, speculative, source) for (prefill, decode, speculative), source in found.items()]
+
+
+def _concurrencies(space: dict[str, Any]) -> list[int]:
+    """The concurrencies a search-space entry sweeps: its list, or conc-start doubling up to conc-end (InferenceX's
+    utils/matrix_logic/generate_sweep_configs.py, default step 2; the last step is cut to conc-end)."""
+    if space.get("conc-list"):
+        return [int(c) for c in space["conc-list"]]
+    start, end = int(space.get("conc-start") or 0), int(space.get("conc-end") or 0)
+    if not 0 < start <= end:
+        return []
+    out = []
+    while start < end:
+        out.append(start)
+        start *= 2
+    return [*out, end]
+
+
+def published_aggregated(row: dict[str, str], config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(speculative decoding, config key) of every distinct single-node SGLang run the config lists at an aggregated
+    row's point: same model, precision, GPU, lengths, TP and EP, the row's concurrency in the sweep.
+    Speculative decoding is the entry's `spec-decoding` ("" when none)."""
+    found: dict[str, str] = {}
+    row_tp, row_ep = _int(row, "tp_size"), _int(row, "moe_ep_size") or 1
+    for key, space, concurrency in _spaces_at(row, config, SINGLE_NODE_FRAMEWORK, disagg=False):
+        if concurrency not in _concurrencies(space):
+            continue
+        if (int(space["tp"]), int(space.get("ep") or 1)) != (row_tp, row_ep):
+            continue
+        speculative = str(space.get("spec-decoding") or "")
+        found.setdefault("" if speculative == "none" else speculative, key)
+    return sorted(found.items())
+
+
+def draft_settings(script: str) -> dict[str, str]:
+    """The draft of an MTP benchmark script (`SPECULATIVE_NUM_STEPS=2` …) in the alternatives' draft columns;
+    empty values when the script does not state them."""
+    out = {}
+    for column, variable in zip(DRAFT_COLUMNS, _DRAFT_VARIABLES, strict=True):
+        match = re.search(rf"^\s*{variable}=(\d+)\s*$", script, re.MULTILINE)
+        out[column] = match.group(1) if match else ""
+    return out
+
+
+def benchmark_script(entry: dict[str, Any], speculative: str) -> str:
+    """The single-node script InferenceX's runners launch for an entry (runners/launch_b200-nb.sh:
+    `benchmarks/single_node/${EXP_NAME%%_*}_${PRECISION}_b200${FRAMEWORK_SUFFIX}${SPEC_SUFFIX}.sh`; SGLang has no
+    framework suffix)."""
+    gpu = str(entry.get("runner", "")).split("-")[0]
+    suffix = "_mtp" if speculative == "mtp" else ""
+    return f"benchmarks/single_node/{entry.get('model-prefix')}_{entry.get('precision')}_{gpu}{suffix}.sh"
+
+
+def show(repo: Path, commit: str, path: str) -> str:
+    """A file of the repository at a commit; "" when it did not exist there."""
+    command = ["git", "-C", str(repo), "show", f"{commit}:{path}"]
+    shown = subprocess.run(command, capture_output=True, text=True, check=False)
+    return shown.stdout if shown.returncode == 0 else ""
+
+
+def aggregated_alternatives(row: dict[str, str], history: ConfigHistory, repo: Path) -> list[dict[str, str]]:
+    """Alternatives lines for an aggregated row that InferenceX ran, at its point, with speculative decoding (alone
+    or beside a run without): one line per published run, an MTP one with its script's draft. A row whose point
+    only ran without speculative decoding gets none — it is what the row says."""
+    when = measured_at(row.get("silicon_data_source") or "")
+    config = history.at(when) if when else None
+    if config is None:
+        return []
+    commit, parsed = config
+    found = published_aggregated(row, parsed)
+    if not any(speculative for speculative, _ in found):
+        return []
+    lines = []
+    for speculative, key in found:
+        script = benchmark_script(parsed[key], speculative)
+        draft = draft_settings(show(repo, commit, script)) if speculative else dict.fromkeys(DRAFT_COLUMNS, "")
+        lines.append(
+            {
+                "id": row["id"],
+                **dict.fromkeys(DEPLOYMENT_COLUMNS, ""),
+                "speculative_decoding": speculative,
+                **draft,
+                "source": f"InferenceX@{commit[:9]} {key} {script}",
+            }
+        )
+    return lines
+
+
+def with_twins(lines: list[dict[str, str]], rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """`lines` plus a copy for every aggregated row that is the same measurement as a row they name, filed again
+    under the other name of its architecture (the dumps file DeepSeek-R1 runs as DeepSeek-V3 too)."""
+    by_id = {row["id"]: row for row in rows}
+    named: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for line in lines:
+        key = measurement_key(by_id[line["id"]])
+        if key is not None:
+            named.setdefault(key, []).append(line)
+    out = list(lines)
+    listed = {line["id"] for line in lines}
+    for row in rows:
+        key = measurement_key(row)
+        if row["id"] in listed or row["mode"] != "agg" or key is None or key not in named:
+            continue
+        twin = named[key][0]["id"]
+        copies = [line for line in named[key] if line["id"] == twin]
+        out.extend({**line, "id": row["id"], "source": f"{line['source']} (twin {twin})"} for line in copies)
+    return out
 
 
 def _states_layout(deployment: Published) -> bool:
@@ -280,6 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = list(csv.DictReader(handle))
     out: list[dict[str, str]] = []
     ambiguous: list[dict[str, str]] = []
+    speculative: list[dict[str, str]] = []
     candidates = relabelled = 0
     for row in rows:
         if row["backend"] == "sglang" and row["mode"] == "agg":
@@ -289,6 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if commit and run is not None:
                 out.append(_line(row["id"], commit, run))
                 relabelled += 1
+            else:
+                speculative.extend(aggregated_alternatives(row, history, args.repo))
             continue
         if row["backend"] != "sglang" or row["mode"] != "disagg" or row["decode_num_workers"]:
             continue
@@ -305,17 +433,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         # What InferenceX ran at an unresolved row's point: every matching deployment that states its layout.
         ambiguous.extend(
-            {**_line(row["id"], commit, deployment), "speculative_decoding": "mtp" if deployment[2] else ""}
+            {
+                **_line(row["id"], commit, deployment),
+                "speculative_decoding": "mtp" if deployment[2] else "",
+                # The draft of a P/D run lives in a recipe file the config only names: not known.
+                **dict.fromkeys(DRAFT_COLUMNS, ""),
+            }
             for deployment in found
             if _states_layout(deployment)
         )
     _write(args.out, ["id", *DEPLOYMENT_COLUMNS, "source"], out)
-    _write(args.alternatives_out, ["id", *DEPLOYMENT_COLUMNS, "speculative_decoding", "source"], ambiguous)
+    speculative = with_twins(speculative, rows)
+    columns = ["id", *DEPLOYMENT_COLUMNS, "speculative_decoding", *DRAFT_COLUMNS, "source"]
+    _write(args.alternatives_out, columns, ambiguous + speculative)
     rows_with_alternatives = len({line["id"] for line in ambiguous})
     print(
         f"resolved {len(out) - relabelled} of {candidates} P/D rows without worker counts; wrote {args.out}; "
         f"{rows_with_alternatives} more with {len(ambiguous)} published alternatives; wrote {args.alternatives_out}; "
-        f"{relabelled} aggregated rows are the P/D runs of {LAUNCH_PATH}"
+        f"{relabelled} aggregated rows are the P/D runs of {LAUNCH_PATH}; "
+        f"{len({line['id'] for line in speculative})} aggregated rows ran at a point InferenceX ran with speculative "
+        f"decoding ({len(speculative)} published alternatives)"
     )
     return 0
 

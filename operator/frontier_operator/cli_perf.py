@@ -30,6 +30,7 @@ from frontier_operator.perf.fitting import (
 )
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
+    DEPLOYMENT_ALTERNATIVES_PATH,
     DEPLOYMENT_SUPPLEMENT_PATH,
     SiliconCase,
     alternatives_of,
@@ -70,6 +71,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     if isinstance(rows, str):
         return _fail(rows)
     rows = complete_deployments(rows, read_deployment_supplement())
+    # A row that ran one of several published deployments is never fitted (which one is not known).
+    published = read_deployment_alternatives()
     backend = args.backend.lower()
     cases = []
     skipped = 0
@@ -77,7 +80,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         if (row.get("backend") or "").strip().lower() != backend:
             continue
         try:
-            cases.append(parse_row(row))
+            cases.append(parse_row(row, alternatives_of(row, published)))
         except UnpredictableConfig:
             skipped += 1
     if not cases:
@@ -88,6 +91,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         "data_file": data.name,
         "data_sha256": file_digest(data),
         "deployments_sha256": file_digest(DEPLOYMENT_SUPPLEMENT_PATH),
+        "alternatives_sha256": file_digest(DEPLOYMENT_ALTERNATIVES_PATH),
         "backend": backend,
         "rows_of_backend": str(len(cases) + skipped),
         "rows_parsed": str(len(cases)),

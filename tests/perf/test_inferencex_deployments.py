@@ -34,20 +34,17 @@ def _script() -> ModuleType:
     return module
 
 
+def _r1_aggregated(concurrency: str, dump: str, measured: str, **values: str) -> dict[str, str]:
+    """A DeepSeek-R1 FP8 row the dumps file as aggregated, at `concurrency` clients."""
+    source = f"source_file={dump}.csv; silicon_concurrency={concurrency}; measured={measured}"
+    defaults = {"model_path": "deepseek-ai/DeepSeek-R1", "precision": "fp8", "mode": "agg", "isl": "1024"}
+    return silicon_row(**{"backend": "sglang", **defaults, "osl": "1024", "silicon_data_source": source, **values})
+
+
 def _filed(isl: str, concurrency: str, **values: str) -> dict[str, str]:
-    row = silicon_row(
-        backend="sglang",
-        model_path="deepseek-ai/DeepSeek-R1",
-        system="gb200",
-        precision="fp8",
-        mode="agg",
-        isl=isl,
-        osl="1024",
-        tp_size="72",
-        silicon_data_source=f"source_file=2026-04-06.csv; silicon_concurrency={concurrency}; measured=2025-11-17",
+    return _r1_aggregated(
+        concurrency, "2026-04-06", "2025-11-17", **{"system": "gb200", "isl": isl, "tp_size": "72", **values}
     )
-    row.update(values)
-    return row
 
 
 def test_a_rack_run_is_the_launch_scripts_deployment_for_its_lengths_and_concurrency() -> None:
@@ -72,3 +69,93 @@ def test_a_row_the_launch_script_did_not_run_is_left_alone() -> None:
     assert script.launched(_filed("1024", "1024", tp_size="8"), LAUNCH) is None  # not the rack's 72 GPUs
     assert script.launched(_filed("1024", "1024", precision="fp4"), LAUNCH) is None  # the branch loads FP8
     assert script.launched(_filed("1024", "1024", system="b200_sxm"), LAUNCH) is None
+
+
+# dsr1-fp8-b200-sglang and its -mtp twin as nvidia-master.yaml listed them in March 2026 (abridged, 1k/1k only).
+_R1_FP8_B200 = {
+    "model": "deepseek-ai/DeepSeek-R1-0528",
+    "model-prefix": "dsr1",
+    "runner": "b200",
+    "precision": "fp8",
+    "framework": "sglang",
+}
+SINGLE_NODE_CONFIG = {
+    "dsr1-fp8-b200-sglang": {
+        **_R1_FP8_B200,
+        "seq-len-configs": [
+            {"isl": 1024, "osl": 1024, "search-space": [{"tp": 8, "ep": 1, "conc-start": 4, "conc-end": 64}]}
+        ],
+    },
+    "dsr1-fp8-b200-sglang-mtp": {
+        **_R1_FP8_B200,
+        "seq-len-configs": [
+            {
+                "isl": 1024,
+                "osl": 1024,
+                "search-space": [{"tp": 8, "ep": 1, "conc-start": 4, "conc-end": 384, "spec-decoding": "mtp"}],
+            }
+        ],
+    },
+    "dsr1-fp8-b200-dynamo-sglang": {"framework": "dynamo-sglang", "disagg": True, "precision": "fp8"},
+}
+
+# The draft lines of benchmarks/single_node/dsr1_fp8_b200_mtp.sh at InferenceX@12ba0ae07.
+MTP_SCRIPT = """
+# MTP (Multi-Token Prediction) Config - EAGLE speculative decoding
+SPECULATIVE_NUM_STEPS=2
+SPECULATIVE_DRAFT_TOKENS=3
+SPECULATIVE_EAGLE_TOPK=1
+"""
+
+
+def _aggregated(concurrency: str, **values: str) -> dict[str, str]:
+    b200 = {"id": f"r1-c{concurrency}", "system": "b200_sxm", "tp_size": "8", "moe_ep_size": "1"}
+    measured = {"silicon_ttft_ms": "183.18", "silicon_tpot_ms": "8.75996"}
+    return _r1_aggregated(concurrency, "2026-03-25", "2026-03-25", **{**b200, **measured, **values})
+
+
+def test_a_sweep_doubles_from_its_start_and_ends_at_its_end() -> None:
+    script = _script()
+    assert script._concurrencies({"conc-start": 4, "conc-end": 64}) == [4, 8, 16, 32, 64]
+    assert script._concurrencies({"conc-start": 4, "conc-end": 384}) == [4, 8, 16, 32, 64, 128, 256, 384]
+    assert script._concurrencies({"conc-list": [1, 3]}) == [1, 3]
+    assert script._concurrencies({"conc-start": 8, "conc-end": 4}) == []
+
+
+def test_an_aggregated_point_run_with_and_without_mtp_lists_both_runs() -> None:
+    script = _script()
+    both = [("", "dsr1-fp8-b200-sglang"), ("mtp", "dsr1-fp8-b200-sglang-mtp")]
+    assert script.published_aggregated(_aggregated("16"), SINGLE_NODE_CONFIG) == both
+    # Above 64 clients only the MTP run swept the point; at 5 clients nothing did.
+    assert script.published_aggregated(_aggregated("128"), SINGLE_NODE_CONFIG) == [("mtp", "dsr1-fp8-b200-sglang-mtp")]
+    assert script.published_aggregated(_aggregated("5"), SINGLE_NODE_CONFIG) == []
+    # Another TP, GPU or precision is another run.
+    assert script.published_aggregated(_aggregated("16", tp_size="4"), SINGLE_NODE_CONFIG) == []
+    assert script.published_aggregated(_aggregated("16", system="h200_sxm"), SINGLE_NODE_CONFIG) == []
+    assert script.published_aggregated(_aggregated("16", precision="fp4"), SINGLE_NODE_CONFIG) == []
+
+
+def test_an_mtp_run_takes_its_draft_from_the_benchmark_script_it_ran() -> None:
+    script = _script()
+    entry = SINGLE_NODE_CONFIG["dsr1-fp8-b200-sglang-mtp"]
+    assert script.benchmark_script(entry, "mtp") == "benchmarks/single_node/dsr1_fp8_b200_mtp.sh"
+    assert script.benchmark_script(entry, "") == "benchmarks/single_node/dsr1_fp8_b200.sh"
+    assert script.draft_settings(MTP_SCRIPT) == {
+        "speculative_num_steps": "2",
+        "speculative_eagle_topk": "1",
+        "speculative_num_draft_tokens": "3",
+    }
+    assert set(script.draft_settings("python3 -m sglang.launch_server").values()) == {""}
+
+
+def test_the_same_measurement_filed_under_the_other_name_gets_the_same_alternatives() -> None:
+    script = _script()
+    r1 = _aggregated("4")
+    v3 = _aggregated("4", id="v3-twin", model_path="deepseek-ai/DeepSeek-V3")
+    other = _aggregated("4", id="other", silicon_tpot_ms="6.70325")
+    line = {"id": r1["id"], "speculative_decoding": "mtp", "source": "InferenceX@12ba0ae07 dsr1-fp8-b200-sglang-mtp"}
+    out = script.with_twins([line], [r1, v3, other])
+    assert [(copy["id"], copy["source"]) for copy in out] == [
+        (r1["id"], line["source"]),
+        ("v3-twin", f"{line['source']} (twin {r1['id']})"),
+    ]

@@ -20,7 +20,7 @@ from frontier_operator.perf.silicon import (
     read_deployment_supplement,
     read_rows,
 )
-from frontier_operator.perf.types import MoeA2ABackend, Role
+from frontier_operator.perf.types import MoeA2ABackend, Role, Speculative, SpeculativeAlgorithm
 from perf_support import silicon_row
 
 
@@ -245,6 +245,41 @@ def test_a_completed_row_has_no_alternatives() -> None:
     bare = _r1_pd_row("r1-bare", "17.25")
     completed = complete_deployments([twin, bare], supplement={})[1]
     assert alternatives_of(completed, {"r1-bare": [_published("r1-bare", "3")]}) == []
+
+
+def test_an_aggregated_row_at_a_point_that_also_ran_mtp_is_predicted_over_both_runs() -> None:
+    row = _row(
+        id="r1-c4",
+        model_path="deepseek-ai/DeepSeek-R1",
+        system="b200_sxm",
+        precision="fp8",
+        mode="agg",
+        tp_size="8",
+        moe_ep_size="1",
+        silicon_data_source="source_file=2026-03-25.csv; silicon_concurrency=4",
+    )
+    plain = {"id": "r1-c4", **dict.fromkeys(DEPLOYMENT_COLUMNS, ""), "speculative_decoding": "", "source": "IX plain"}
+    draft = {"speculative_num_steps": "2", "speculative_eagle_topk": "1", "speculative_num_draft_tokens": "3"}
+    mtp = {**plain, "speculative_decoding": "mtp", **draft, "source": "IX mtp"}
+    found = alternatives_of(row, {"r1-c4": [plain, mtp]})
+    assert found == [plain, mtp]
+    assert describe_deployment(row, found) == "one of aggregated, aggregated+MTP 2/1/3 (IX plain, …)"
+    case = parse_row(row, found)
+    assert not case.fully_specified
+    without, drafted = (config.roles[0].worker for config in case.alternatives)
+    assert without.speculative is None and without.tp == 8
+    assert drafted.speculative == Speculative(SpeculativeAlgorithm.NEXTN, 2, 1, 3)
+    model = PerformanceModel.default()
+    each = [
+        model.predict_at_concurrency(case.arch, case.gpu, config, case.workload, case.concurrency)
+        for config in case.alternatives
+    ]
+    assert each[1].tpot_s < each[0].tpot_s  # four clients: the drafts pay for themselves
+    assert predict_case(model, case)[1] == pytest.approx((each[0].tpot_s * each[1].tpot_s) ** 0.5)
+    # A P/D alternative that ran MTP states no draft (it lives in a recipe file): read without it.
+    pd_mtp = {**_published("bare", "3", "mtp"), **dict.fromkeys(draft, "")}
+    (config,) = parse_row(_r1_pd_row("bare", "17.25"), [pd_mtp]).alternatives
+    assert all(role.worker.speculative is None for role in config.roles)
 
 
 @pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")

@@ -21,6 +21,12 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   (``catalog/data/silicon_deployment_alternatives.csv``, same script: several swept through its concurrency,
   or one that ran MTP, which the schema cannot state — read without it): the geometric mean of their
   predictions, since it ran one of them and which is not known; with none published, one worker each.
+* **Speculative decoding.** The schema has no column for it. An aggregated row at a point InferenceX ran with MTP
+  (its configs at the row's date list a single-node run with ``spec-decoding: mtp`` at the same model, precision,
+  GPU, lengths, TP, EP and concurrency — B200 DeepSeek-R1 FP8 TP8 ran both with and without at 4–64 clients in
+  March 2026, only with above) has alternatives too: the runs published there, an MTP one with the draft its
+  benchmark script passes (``--speculative-num-steps 2 --speculative-eagle-topk 1
+  --speculative-num-draft-tokens 3``). It is predicted over them and never fitted, like a P/D row above.
 * **P/D runs filed as aggregated.** 20 GB200 rows say ``agg`` with a TP of 72: InferenceX launched them, before
   its configs listed GB200 SGLang runs, as Dynamo-SGLang P/D deployments filling a 72-GPU rack (three DEP8
   prefill workers and one DEP48 decode worker at 1k/1k; six DEP8 and one DEP24 at 8k/1k). Their TPOT is flat
@@ -67,6 +73,8 @@ from frontier_operator.perf.types import (
     Role,
     RoleDeployment,
     ServingConfig,
+    Speculative,
+    SpeculativeAlgorithm,
     WorkerConfig,
     Workload,
 )
@@ -113,6 +121,8 @@ DEPLOYMENT_COLUMNS = tuple(
     for role in ("prefill", "decode")
     for name in ("num_workers", "tp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 )
+# An alternative's draft, when its source states it (`read_deployment_alternatives`); empty otherwise.
+DRAFT_COLUMNS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
 DEPLOYMENT_SUPPLEMENT_PATH = Path(__file__).resolve().parents[1] / "catalog" / "data" / "silicon_deployments.csv"
 DEPLOYMENT_ALTERNATIVES_PATH = DEPLOYMENT_SUPPLEMENT_PATH.with_name("silicon_deployment_alternatives.csv")
 
@@ -162,14 +172,35 @@ def read_deployment_supplement(path: Path = DEPLOYMENT_SUPPLEMENT_PATH) -> dict[
 def read_deployment_alternatives(path: Path = DEPLOYMENT_ALTERNATIVES_PATH) -> dict[str, list[dict[str, str]]]:
     """Row id → the deployments published for that point, one of which ran (module docstring, "Workers")."""
     out: dict[str, list[dict[str, str]]] = {}
-    for row in read_rows(path, ("id", *DEPLOYMENT_COLUMNS, "speculative_decoding", "source")):
+    for row in read_rows(path, ("id", *DEPLOYMENT_COLUMNS, "speculative_decoding", *DRAFT_COLUMNS, "source")):
         out.setdefault(row["id"], []).append(row)
     return out
 
 
 def alternatives_of(row: Mapping[str, str], alternatives: Mapping[str, list[dict[str, str]]]) -> list[dict[str, str]]:
-    """The published alternatives of a row that still lacks its worker counts (after `complete_deployments`)."""
-    return alternatives.get(row.get("id", ""), []) if _lacks_workers(row) else []
+    """The published alternatives of a row that still lacks its worker counts, or of an aggregated row (after
+    `complete_deployments`)."""
+    return alternatives.get(row.get("id", ""), []) if _lacks_workers(row) or not _is_disagg(row) else []
+
+
+def _draft(line: Mapping[str, str]) -> Speculative | None:
+    """The MTP draft an alternative states, if it states one (P/D alternatives do not: read without it)."""
+    values = [(line.get(column) or "").strip() for column in DRAFT_COLUMNS]
+    if line.get("speculative_decoding") != "mtp" or not all(values):
+        return None
+    steps, topk, draft_tokens = (int(value) for value in values)
+    return Speculative(SpeculativeAlgorithm.NEXTN, steps, topk, draft_tokens)
+
+
+def _shape(line: Mapping[str, str]) -> str:
+    """ "2P3D", "aggregated", with "+MTP" when it ran MTP, and its draft when known (steps/top-k/draft tokens)."""
+    workers = line["prefill_num_workers"], line["decode_num_workers"]
+    layout = f"{workers[0]}P{workers[1]}D" if workers[0] else "aggregated"
+    if not line["speculative_decoding"]:
+        return layout
+    draft = _draft(line)
+    known = f" {draft.num_steps}/{draft.eagle_topk}/{draft.num_draft_tokens}" if draft is not None else ""
+    return f"{layout}+MTP{known}"
 
 
 def describe_deployment(row: Mapping[str, str], alternatives: list[dict[str, str]]) -> str:
@@ -177,10 +208,7 @@ def describe_deployment(row: Mapping[str, str], alternatives: list[dict[str, str
     row gave it), or over its alternatives "one of 1P3D, 1P4D+MTP (<source>, …)"."""
     if not alternatives:
         return row.get("deployment_source", "")
-    shapes = [
-        f"{line['prefill_num_workers']}P{line['decode_num_workers']}D{'+MTP' if line['speculative_decoding'] else ''}"
-        for line in alternatives
-    ]
+    shapes = [_shape(line) for line in alternatives]
     if len(alternatives) == 1:
         return f"{shapes[0]} ({alternatives[0]['source']})"
     return f"one of {', '.join(shapes)} ({alternatives[0]['source']}, …)"
@@ -194,7 +222,7 @@ def _lacks_workers(row: Mapping[str, str]) -> bool:
     return _is_disagg(row) and not all((row.get(f"{role}_num_workers") or "").strip() for role in ("prefill", "decode"))
 
 
-def _measurement_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
+def measurement_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
     """What identifies one run: two rows equal on it are the same measurement filed twice.
 
     The model counts by architecture: the dumps file DeepSeek-R1 runs again as DeepSeek-V3.
@@ -221,7 +249,7 @@ def complete_deployments(
     """
     twins: dict[tuple[str, ...], list[dict[str, str]]] = {}
     for row in rows:
-        if _is_disagg(row) and not _lacks_workers(row) and (key := _measurement_key(row)) is not None:
+        if _is_disagg(row) and not _lacks_workers(row) and (key := measurement_key(row)) is not None:
             twins.setdefault(key, []).append(row)
     out = []
     for row in rows:
@@ -233,7 +261,7 @@ def complete_deployments(
         if not _lacks_workers(row):
             out.append(row)
             continue
-        key = _measurement_key(row)
+        key = measurement_key(row)
         found = twins.get(key, []) if key is not None else []
         recorded: Mapping[str, str]
         if len({tuple(twin.get(c, "") for c in DEPLOYMENT_COLUMNS) for twin in found}) == 1:
@@ -379,19 +407,24 @@ def concurrency_of(row: Mapping[str, str]) -> float:
 def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None = None) -> SiliconCase:
     """Raises UnpredictableConfig (with a reason) when the row names something outside the catalog or is incomplete.
 
-    `alternatives`: the deployments published for a row without worker counts (`alternatives_of`); each is read
-    as the row completed with it, without speculative decoding, which the schema cannot state (those that cannot
-    run are left out). The case keeps them in `alternatives`; it stays not fully specified.
+    `alternatives`: the deployments published for the row's point (`alternatives_of`); each is read as the row
+    completed with its deployment columns (P/D) and its MTP draft where it states one (those that cannot run are
+    left out). The case keeps them in `alternatives` and is not fully specified: which one ran is not known.
     """
     if alternatives:
         case = parse_row(row)
         configs = []
         for line in alternatives:
             try:
-                configs.append(parse_row({**row, **{c: line[c] for c in DEPLOYMENT_COLUMNS}}).config)
+                config = parse_row({**row, **{c: line[c] for c in DEPLOYMENT_COLUMNS if line[c]}}).config
             except UnpredictableConfig:
                 continue
-        return replace(case, alternatives=tuple(configs))
+            draft = _draft(line)
+            if draft is not None:
+                drafted = tuple(replace(r, worker=replace(r.worker, speculative=draft)) for r in config.roles)
+                config = replace(config, roles=drafted)
+            configs.append(config)
+        return replace(case, alternatives=tuple(configs), fully_specified=False)
     model_path = (row.get("model_path") or "").strip()
     arch = find_model(model_path)
     if arch is None:
