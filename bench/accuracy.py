@@ -263,10 +263,15 @@ def grouped(outcomes: Sequence[Outcome], key: str) -> dict[str, dict[str, float 
             "model_gpu": f"{outcome.row.model} @ {outcome.row.gpu}",
             "mode": outcome.row.mode,
         }[key]
-        if key == "mode" and outcome.row.case is not None and outcome.row.case.alternatives:
-            missing = "worker counts" if outcome.row.mode == "disagg" else "speculative decoding"
-            label += f" ({missing} missing, predicted over InferenceX's published alternatives)"
-        elif key == "mode" and outcome.row.case is not None and not outcome.row.case.fully_specified:
+        case = outcome.row.case
+        if key == "mode" and case is not None and case.alternatives:
+            if outcome.row.mode == "disagg":
+                label += " (worker counts missing, predicted over InferenceX's published alternatives)"
+            elif len(case.alternatives) == 1:
+                label += " (ran MTP, known from InferenceX's configs; predicted with its draft, not fitted)"
+            else:
+                label += " (with or without MTP, predicted over InferenceX's published runs)"
+        elif key == "mode" and case is not None and not case.fully_specified:
             label += " (worker counts missing)"
         elif key == "mode" and outcome.row.deployment:
             twin = outcome.row.deployment.startswith("twin")

@@ -59,6 +59,7 @@ from typing import Any
 
 import yaml
 
+from frontier_operator.catalog.models import find_model
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_ALTERNATIVES_PATH,
     DEPLOYMENT_COLUMNS,
@@ -227,10 +228,14 @@ def _concurrencies(space: dict[str, Any]) -> list[int]:
     return [*out, end]
 
 
-def published_aggregated(row: dict[str, str], config: dict[str, Any]) -> list[tuple[str, str]]:
-    """(speculative decoding, config key) of every distinct single-node SGLang run the config lists at an aggregated
-    row's point: same model, precision, GPU, lengths, TP and EP, the row's concurrency in the sweep.
-    Speculative decoding is the entry's `spec-decoding` ("" when none)."""
+Point = tuple[int, int, int]  # input length, output length, concurrency
+
+
+def published_aggregated(row: dict[str, str], config: dict[str, Any]) -> list[tuple[str, str, frozenset[Point]]]:
+    """(speculative decoding, config key, the points that entry sweeps at the row's TP and EP) of every distinct
+    single-node SGLang run the config lists at an aggregated row's point: same model, precision, GPU, lengths,
+    TP and EP, the row's concurrency in the sweep. Speculative decoding is the entry's `spec-decoding` ("" when
+    none)."""
     found: dict[str, str] = {}
     row_tp, row_ep = _int(row, "tp_size"), _int(row, "moe_ep_size") or 1
     for key, space, concurrency in _spaces_at(row, config, SINGLE_NODE_FRAMEWORK, disagg=False):
@@ -240,7 +245,17 @@ def published_aggregated(row: dict[str, str], config: dict[str, Any]) -> list[tu
             continue
         speculative = str(space.get("spec-decoding") or "")
         found.setdefault("" if speculative == "none" else speculative, key)
-    return sorted(found.items())
+    return sorted((speculative, key, _swept(config[key], row_tp, row_ep)) for speculative, key in found.items())
+
+
+def _swept(entry: dict[str, Any], tp: int, ep: int) -> frozenset[Point]:
+    return frozenset(
+        (int(lengths["isl"]), int(lengths["osl"]), concurrency)
+        for lengths in entry.get("seq-len-configs") or []
+        for space in lengths.get("search-space") or []
+        if (int(space["tp"]), int(space.get("ep") or 1)) == (tp, ep)
+        for concurrency in _concurrencies(space)
+    )
 
 
 def draft_settings(script: str) -> dict[str, str]:
@@ -269,20 +284,23 @@ def show(repo: Path, commit: str, path: str) -> str:
     return shown.stdout if shown.returncode == 0 else ""
 
 
-def aggregated_alternatives(row: dict[str, str], history: ConfigHistory, repo: Path) -> list[dict[str, str]]:
+def aggregated_alternatives(
+    row: dict[str, str], history: ConfigHistory, repo: Path
+) -> tuple[list[dict[str, str]], dict[str, frozenset[Point]]]:
     """Alternatives lines for an aggregated row that InferenceX ran, at its point, with speculative decoding (alone
-    or beside a run without): one line per published run, an MTP one with its script's draft. A row whose point
-    only ran without speculative decoding gets none — it is what the row says."""
+    or beside a run without): one line per published run, an MTP one with its script's draft; and each run's
+    sweep by its speculative decoding. A row whose point only ran without speculative decoding gets none — it is
+    what the row says."""
     when = measured_at(row.get("silicon_data_source") or "")
     config = history.at(when) if when else None
     if config is None:
-        return []
+        return [], {}
     commit, parsed = config
     found = published_aggregated(row, parsed)
-    if not any(speculative for speculative, _ in found):
-        return []
+    if not any(speculative for speculative, _, _ in found):
+        return [], {}
     lines = []
-    for speculative, key in found:
+    for speculative, key, _ in found:
         script = benchmark_script(parsed[key], speculative)
         draft = draft_settings(show(repo, commit, script)) if speculative else dict.fromkeys(DRAFT_COLUMNS, "")
         lines.append(
@@ -294,7 +312,70 @@ def aggregated_alternatives(row: dict[str, str], history: ConfigHistory, repo: P
                 "source": f"InferenceX@{commit[:9]} {key} {script}",
             }
         )
-    return lines
+    return lines, {speculative: sweep for speculative, _, sweep in found}
+
+
+def identified_runs(rows: list[dict[str, str]], sweeps: dict[str, dict[str, frozenset[Point]]]) -> dict[str, str]:
+    """Row id → the speculative decoding ("" for none) of the run it is, where the data say which; `sweeps` holds
+    each aggregated row's runs (`aggregated_alternatives`), and a row that is the same measurement filed under the
+    architecture's other name (`_run_key`) shares them.
+
+    The database dumps group one benchmark run's rows under a `config_id`. A group whose points are exactly the
+    sweep of the entry without speculative decoding, where the MTP entry sweeps other points too, is that
+    entry's run (B200 DeepSeek-R1 FP8 TP8, April 2026: 4–64 clients and 8k/1k at 4 only, where MTP ran to 512).
+    A row that is the same measurement is that run too, and a different result at the same point is the other
+    run, with MTP. A point only one entry swept is that entry's run.
+    """
+    runs_of = {_run_key(row): sweeps[row["id"]] for row in rows if row["id"] in sweeps}
+    runs_of.pop(None, None)
+    listed = [row for row in rows if _run_key(row) in runs_of]
+    groups: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        config_id = re.search(r"config_id=(\d+)", row.get("silicon_data_source") or "")
+        if config_id is not None:
+            dump = (row.get("silicon_data_source") or "").split(";")[0]
+            groups.setdefault(f"{dump} {config_id.group(1)}", []).append(row)
+    plain = set()
+    for members in groups.values():
+        runs = next((runs_of[key] for row in members if (key := _run_key(row)) in runs_of), {})
+        if {_point(row) for row in members} == runs.get("") != runs.get("mtp"):
+            plain |= {_run_key(row) for row in members}
+    plain_points = {_point_of_deployment(row) for row in listed if _run_key(row) in plain}
+    out: dict[str, str] = {}
+    for row in listed:
+        runs = runs_of[_run_key(row)]
+        if len(runs) == 1:
+            (out[row["id"]],) = runs
+        elif _run_key(row) in plain:
+            out[row["id"]] = ""
+        elif _point_of_deployment(row) in plain_points:
+            out[row["id"]] = "mtp"
+    return out
+
+
+def _run_key(row: dict[str, str]) -> tuple[str, ...] | None:
+    """`measurement_key` with the results to 12 significant digits: the dumps and the files print one run's
+    float with or without its last digit (22.52931171204235 and 22.529311712042354 ms)."""
+    results = {metric: f"{float(row[metric]):.12g}" for metric in ("silicon_ttft_ms", "silicon_tpot_ms") if row[metric]}
+    return measurement_key({**row, **results})
+
+
+def _kept(line: dict[str, str], run: str | None) -> bool:
+    """Whether an alternatives line stays: all of them where the run is not known, none where it ran without MTP
+    (the row says all there is), the MTP line where it ran MTP."""
+    return run is None or run == line["speculative_decoding"] != ""
+
+
+def _point(row: dict[str, str]) -> Point:
+    concurrency = _CONCURRENCY.search(row.get("silicon_data_source") or "")
+    return _int(row, "isl"), _int(row, "osl"), int(concurrency.group(1)) if concurrency else 0
+
+
+def _point_of_deployment(row: dict[str, str]) -> tuple[object, ...]:
+    """Where a run was measured: the architecture, GPU, precision, TP and EP, and its point."""
+    arch = find_model(row["model_path"])
+    fields = tuple(row[field] for field in ("system", "precision", "tp_size", "moe_ep_size"))
+    return (arch.architecture if arch is not None else row["model_path"], *fields, *_point(row))
 
 
 def with_twins(lines: list[dict[str, str]], rows: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -406,6 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: list[dict[str, str]] = []
     ambiguous: list[dict[str, str]] = []
     speculative: list[dict[str, str]] = []
+    sweeps: dict[str, dict[str, frozenset[Point]]] = {}
     candidates = relabelled = 0
     for row in rows:
         if row["backend"] == "sglang" and row["mode"] == "agg":
@@ -416,7 +498,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out.append(_line(row["id"], commit, run))
                 relabelled += 1
             else:
-                speculative.extend(aggregated_alternatives(row, history, args.repo))
+                lines, runs = aggregated_alternatives(row, history, args.repo)
+                speculative.extend(lines)
+                if runs:
+                    sweeps[row["id"]] = runs
             continue
         if row["backend"] != "sglang" or row["mode"] != "disagg" or row["decode_num_workers"]:
             continue
@@ -444,6 +529,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     _write(args.out, ["id", *DEPLOYMENT_COLUMNS, "source"], out)
     speculative = with_twins(speculative, rows)
+    at_speculative_points = len({line["id"] for line in speculative})
+    # A row whose run is known keeps that run's line only; one known to have run without MTP keeps none.
+    known = identified_runs(rows, sweeps)
+    speculative = [line for line in speculative if _kept(line, known.get(line["id"]))]
     columns = ["id", *DEPLOYMENT_COLUMNS, "speculative_decoding", *DRAFT_COLUMNS, "source"]
     _write(args.alternatives_out, columns, ambiguous + speculative)
     rows_with_alternatives = len({line["id"] for line in ambiguous})
@@ -451,8 +540,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"resolved {len(out) - relabelled} of {candidates} P/D rows without worker counts; wrote {args.out}; "
         f"{rows_with_alternatives} more with {len(ambiguous)} published alternatives; wrote {args.alternatives_out}; "
         f"{relabelled} aggregated rows are the P/D runs of {LAUNCH_PATH}; "
-        f"{len({line['id'] for line in speculative})} aggregated rows ran at a point InferenceX ran with speculative "
-        f"decoding ({len(speculative)} published alternatives)"
+        f"{at_speculative_points} aggregated rows ran at a point InferenceX ran with speculative decoding: "
+        f"{sum(1 for run in known.values() if run)} ran MTP, {sum(1 for run in known.values() if not run)} without, "
+        f"{at_speculative_points - len(known)} unknown ({len(speculative)} alternatives lines)"
     )
     return 0
 

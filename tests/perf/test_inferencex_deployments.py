@@ -124,10 +124,12 @@ def test_a_sweep_doubles_from_its_start_and_ends_at_its_end() -> None:
 
 def test_an_aggregated_point_run_with_and_without_mtp_lists_both_runs() -> None:
     script = _script()
-    both = [("", "dsr1-fp8-b200-sglang"), ("mtp", "dsr1-fp8-b200-sglang-mtp")]
+    plain_sweep = frozenset((1024, 1024, concurrency) for concurrency in (4, 8, 16, 32, 64))
+    mtp_sweep = plain_sweep | {(1024, 1024, concurrency) for concurrency in (128, 256, 384)}
+    both = [("", "dsr1-fp8-b200-sglang", plain_sweep), ("mtp", "dsr1-fp8-b200-sglang-mtp", mtp_sweep)]
     assert script.published_aggregated(_aggregated("16"), SINGLE_NODE_CONFIG) == both
     # Above 64 clients only the MTP run swept the point; at 5 clients nothing did.
-    assert script.published_aggregated(_aggregated("128"), SINGLE_NODE_CONFIG) == [("mtp", "dsr1-fp8-b200-sglang-mtp")]
+    assert script.published_aggregated(_aggregated("128"), SINGLE_NODE_CONFIG) == [both[1]]
     assert script.published_aggregated(_aggregated("5"), SINGLE_NODE_CONFIG) == []
     # Another TP, GPU or precision is another run.
     assert script.published_aggregated(_aggregated("16", tp_size="4"), SINGLE_NODE_CONFIG) == []
@@ -159,3 +161,38 @@ def test_the_same_measurement_filed_under_the_other_name_gets_the_same_alternati
         (r1["id"], line["source"]),
         ("v3-twin", f"{line['source']} (twin {r1['id']})"),
     ]
+
+
+def _dumped(concurrency: str, tpot: str, **values: str) -> dict[str, str]:
+    """A row of database dump config 87, which files DeepSeek-R1 runs as DeepSeek-V3."""
+    source = f"db-dump/2026-04-27; config_id=87; silicon_concurrency={concurrency}; measured=2026-04-17"
+    v3 = {"id": f"v3-c{concurrency}", "model_path": "deepseek-ai/DeepSeek-V3", "silicon_data_source": source}
+    return _aggregated(concurrency, **{**v3, "silicon_tpot_ms": tpot, **values})
+
+
+def test_a_dumped_sweep_that_stops_where_the_plain_entry_stops_tells_which_run_each_row_is() -> None:
+    script = _script()
+    plain = frozenset((1024, 1024, concurrency) for concurrency in (4, 8))
+    runs = {"": plain, "mtp": plain | {(1024, 1024, 16)}}
+    dumped = [_dumped("4", "8.75996"), _dumped("8", "10.807")]
+    # The files hold both runs at 4 clients (the plain one printed with one digit more) and the MTP run alone at 16.
+    plain_c4 = _aggregated("4", id="r1-plain", silicon_tpot_ms="8.759960000001")
+    mtp_c4 = _aggregated("4", id="r1-mtp", silicon_tpot_ms="6.70325")
+    mtp_c16 = _aggregated("16", id="r1-c16")
+    rows = [*dumped, plain_c4, mtp_c4, mtp_c16]
+    sweeps = {"r1-plain": runs, "r1-mtp": runs, "r1-c16": {"mtp": runs["mtp"]}}
+    # (v3-c8 ran at a point MTP did not reach: it has no alternatives, and nothing to resolve.)
+    assert script.identified_runs(rows, sweeps) == {
+        "v3-c4": "",
+        "r1-plain": "",
+        "r1-mtp": "mtp",
+        "r1-c16": "mtp",
+    }
+    # A dumped sweep that also ran a point only MTP swept says nothing: the pair stays unknown.
+    extra = _dumped("16", "12.0")
+    assert script.identified_runs([*rows, extra], sweeps) == {"r1-c16": "mtp"}
+    # What the script writes: nothing for a plain run, the MTP line for an MTP one, every line where unknown.
+    lines = [{"id": "r", "speculative_decoding": run} for run in ("", "mtp")]
+    assert [script._kept(line, "") for line in lines] == [False, False]
+    assert [script._kept(line, "mtp") for line in lines] == [False, True]
+    assert [script._kept(line, None) for line in lines] == [True, True]

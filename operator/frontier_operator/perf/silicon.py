@@ -26,7 +26,11 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   GPU, lengths, TP, EP and concurrency — B200 DeepSeek-R1 FP8 TP8 ran both with and without at 4–64 clients in
   March 2026, only with above) has alternatives too: the runs published there, an MTP one with the draft its
   benchmark script passes (``--speculative-num-steps 2 --speculative-eagle-topk 1
-  --speculative-num-draft-tokens 3``). It is predicted over them and never fitted, like a P/D row above.
+  --speculative-num-draft-tokens 3``), predicted over them and never fitted, like a P/D row above. Where the
+  data say which run a row is (the script's ``identified_runs``: a database-dump sweep that stops where the
+  entry without MTP stops, and the same measurement filed elsewhere), the file keeps that run only: none for a
+  run without MTP (the row is read as it is, and fitted), the MTP line for an MTP run (predicted with its draft;
+  not fitted, so that the model's speculative decoding is tested on it rather than the kernels bent to it).
 * **P/D runs filed as aggregated.** 20 GB200 rows say ``agg`` with a TP of 72: InferenceX launched them, before
   its configs listed GB200 SGLang runs, as Dynamo-SGLang P/D deployments filling a 72-GPU rack (three DEP8
   prefill workers and one DEP48 decode worker at 1k/1k; six DEP8 and one DEP24 at 8k/1k). Their TPOT is flat
