@@ -59,12 +59,12 @@ from typing import Any
 
 import yaml
 
-from frontier_operator.catalog.models import find_model
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_ALTERNATIVES_PATH,
     DEPLOYMENT_COLUMNS,
     DEPLOYMENT_SUPPLEMENT_PATH,
     DRAFT_COLUMNS,
+    architecture_of,
     measurement_key,
 )
 
@@ -177,10 +177,9 @@ def _spaces_at(
     """(config key, search-space entry, the row's concurrency) for every search space of the config's entries of
     `framework` (P/D or not) at the row's model, precision, GPU and lengths; the caller matches the rest."""
     gpu = row["system"].removesuffix("_sxm")
-    concurrency_match = _CONCURRENCY.search(row.get("silicon_data_source") or "")
-    if concurrency_match is None:
+    concurrency = _concurrency(row)
+    if concurrency is None:
         return
-    concurrency = int(concurrency_match.group(1))
     for key, entry in config.items():
         if not isinstance(entry, dict) or entry.get("framework") != framework or bool(entry.get("disagg")) != disagg:
             continue
@@ -326,9 +325,10 @@ def identified_runs(rows: list[dict[str, str]], sweeps: dict[str, dict[str, froz
     A row that is the same measurement is that run too, and a different result at the same point is the other
     run, with MTP. A point only one entry swept is that entry's run.
     """
-    runs_of = {_run_key(row): sweeps[row["id"]] for row in rows if row["id"] in sweeps}
+    key_of = {row["id"]: _run_key(row) for row in rows}
+    runs_of = {key_of[row_id]: runs for row_id, runs in sweeps.items()}
     runs_of.pop(None, None)
-    listed = [row for row in rows if _run_key(row) in runs_of]
+    listed = [row for row in rows if key_of[row["id"]] in runs_of]
     groups: dict[str, list[dict[str, str]]] = {}
     for row in rows:
         config_id = re.search(r"config_id=(\d+)", row.get("silicon_data_source") or "")
@@ -337,16 +337,16 @@ def identified_runs(rows: list[dict[str, str]], sweeps: dict[str, dict[str, froz
             groups.setdefault(f"{dump} {config_id.group(1)}", []).append(row)
     plain = set()
     for members in groups.values():
-        runs = next((runs_of[key] for row in members if (key := _run_key(row)) in runs_of), {})
+        runs = next((runs_of[key] for row in members if (key := key_of[row["id"]]) in runs_of), {})
         if {_point(row) for row in members} == runs.get("") != runs.get("mtp"):
-            plain |= {_run_key(row) for row in members}
-    plain_points = {_point_of_deployment(row) for row in listed if _run_key(row) in plain}
+            plain |= {key_of[row["id"]] for row in members}
+    plain_points = {_point_of_deployment(row) for row in listed if key_of[row["id"]] in plain}
     out: dict[str, str] = {}
     for row in listed:
-        runs = runs_of[_run_key(row)]
+        runs = runs_of[key_of[row["id"]]]
         if len(runs) == 1:
             (out[row["id"]],) = runs
-        elif _run_key(row) in plain:
+        elif key_of[row["id"]] in plain:
             out[row["id"]] = ""
         elif _point_of_deployment(row) in plain_points:
             out[row["id"]] = "mtp"
@@ -366,16 +366,20 @@ def _kept(line: dict[str, str], run: str | None) -> bool:
     return run is None or run == line["speculative_decoding"] != ""
 
 
+def _concurrency(row: dict[str, str]) -> int | None:
+    """The clients of an InferenceX row (`silicon_concurrency=` in its source), if it says."""
+    match = _CONCURRENCY.search(row.get("silicon_data_source") or "")
+    return int(match.group(1)) if match else None
+
+
 def _point(row: dict[str, str]) -> Point:
-    concurrency = _CONCURRENCY.search(row.get("silicon_data_source") or "")
-    return _int(row, "isl"), _int(row, "osl"), int(concurrency.group(1)) if concurrency else 0
+    return _int(row, "isl"), _int(row, "osl"), _concurrency(row) or 0
 
 
 def _point_of_deployment(row: dict[str, str]) -> tuple[object, ...]:
     """Where a run was measured: the architecture, GPU, precision, TP and EP, and its point."""
-    arch = find_model(row["model_path"])
     fields = tuple(row[field] for field in ("system", "precision", "tp_size", "moe_ep_size"))
-    return (arch.architecture if arch is not None else row["model_path"], *fields, *_point(row))
+    return (architecture_of(row), *fields, *_point(row))
 
 
 def with_twins(lines: list[dict[str, str]], rows: list[dict[str, str]]) -> list[dict[str, str]]:

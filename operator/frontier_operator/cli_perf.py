@@ -71,7 +71,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     if isinstance(rows, str):
         return _fail(rows)
     rows = complete_deployments(rows, read_deployment_supplement())
-    # A row that ran one of several published deployments is never fitted (which one is not known).
+    # A row with published alternatives is never fitted (`parse_row`: which one ran is not known, or it ran MTP).
     published = read_deployment_alternatives()
     backend = args.backend.lower()
     cases = []

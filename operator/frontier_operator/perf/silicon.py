@@ -235,12 +235,17 @@ def measurement_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
     key = tuple((row.get(f) or "").strip() for f in fields)
     if not key[-1] or not key[-2]:
         return None
-    model_path = (row.get("model_path") or "").strip()
-    arch = find_model(model_path)
     try:
-        return (*key, str(concurrency_of(row)), arch.architecture if arch is not None else model_path)
+        return (*key, str(concurrency_of(row)), architecture_of(row))
     except UnpredictableConfig:
         return None
+
+
+def architecture_of(row: Mapping[str, str]) -> str:
+    """The row's model architecture by catalog name, else its model path as written."""
+    model_path = (row.get("model_path") or "").strip()
+    arch = find_model(model_path)
+    return arch.architecture if arch is not None else model_path
 
 
 def complete_deployments(
@@ -413,7 +418,8 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
 
     `alternatives`: the deployments published for the row's point (`alternatives_of`); each is read as the row
     completed with its deployment columns (P/D) and its MTP draft where it states one (those that cannot run are
-    left out). The case keeps them in `alternatives` and is not fully specified: which one ran is not known.
+    left out). The case keeps them in `alternatives` and is not fully specified, so never fitted: which one ran
+    is not known, or (a single MTP line) it ran speculative decoding (module docstring).
     """
     if alternatives:
         case = parse_row(row)
