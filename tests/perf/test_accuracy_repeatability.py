@@ -76,7 +76,7 @@ class _SplitModel:
     def __init__(self, ttft_s: float, tpot_s: float) -> None:
         self.ttft_s, self.tpot_s = ttft_s, tpot_s
 
-    def predict_at_concurrency(self, *_: object) -> object:
+    def predict_at_concurrency(self, *_: object, **__: object) -> object:
         return self
 
 

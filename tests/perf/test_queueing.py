@@ -8,7 +8,16 @@ from dataclasses import replace
 import pytest
 
 from frontier_operator.perf.model import PerformanceModel
-from frontier_operator.perf.queueing import kingman_wait, lognormal_quantile, waiting_quantile
+from frontier_operator.perf.queueing import (
+    ClosedLoopResult,
+    DecodeService,
+    PrefillService,
+    closed_loop_aggregated,
+    kingman_wait,
+    lognormal_quantile,
+    waiting_quantile,
+)
+from frontier_operator.perf.steps import PrefillCost
 from frontier_operator.perf.types import Percentiles
 from perf_support import gpu, model, unified, worker, workload
 
@@ -91,3 +100,37 @@ def test_highest_rate_within_an_slo(shipped: PerformanceModel) -> None:
     rate = shipped.max_rate_meeting(arch, spec, config, load, lambda p: p.tpot.p90 <= threshold)
     assert 0.45 * saturation < rate < 0.6 * saturation
     assert shipped.max_rate_meeting(arch, spec, config, load, lambda p: p.ttft.p50 < 1e-6) == 0.0
+
+
+def _receive_setup(tokens_per_step: float = 1.0) -> tuple[DecodeService, PrefillService]:
+    decode = DecodeService(lambda batch: 0.02 + 0.0001 * batch, 256, tokens_per_step)
+    # 8k-token prompts: 0.15 s alone, two to a 16k chunk at 0.28 s.
+    prefill = PrefillService(PrefillCost(0.15, 0.15, 1.0), PrefillCost(0.28, 0.14, 2.0), overhead_s=0.1)
+    return decode, prefill
+
+
+def _closed(decode: DecodeService, prefill: PrefillService, recv_interval: int) -> ClosedLoopResult:
+    return closed_loop_aggregated(
+        64, decode, prefill, 1024, wave_sync=0.0, wave_breakup=0.0, recv_interval=recv_interval
+    )
+
+
+def test_a_scheduler_that_receives_every_n_iterations_holds_arrivals_back() -> None:
+    """`--scheduler-recv-interval 30`: an arrival waits ~14.5 decode iterations for the next receive and is
+    prefilled with the window's other arrivals; the decode pace is the same (the prefill work per request is)."""
+    decode, prefill = _receive_setup()
+    default, held = _closed(decode, prefill, 1), _closed(decode, prefill, 30)
+    step_s = decode.token_seconds(held.decode_batch)
+    assert held.ttft_s - default.ttft_s > 14.5 * step_s
+    assert held.tpot_s == pytest.approx(default.tpot_s, rel=0.05)
+    assert _closed(decode, prefill, 10).ttft_s < held.ttft_s
+
+
+def test_the_receive_window_counts_iterations_not_tokens() -> None:
+    """With speculative decoding an iteration yields several tokens: the same interval holds arrivals longer
+    per output token."""
+    plain_decode, prefill = _receive_setup()
+    drafted_decode, _ = _receive_setup(tokens_per_step=2.0)
+    plain = _closed(plain_decode, prefill, 30).ttft_s - _closed(plain_decode, prefill, 1).ttft_s
+    drafted = _closed(drafted_decode, prefill, 30).ttft_s - _closed(drafted_decode, prefill, 1).ttft_s
+    assert drafted > 1.8 * plain

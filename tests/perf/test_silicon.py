@@ -16,6 +16,7 @@ from frontier_operator.perf.silicon import (
     describe_deployment,
     parse_row,
     predict_case,
+    predict_row,
     read_deployment_alternatives,
     read_deployment_supplement,
     read_rows,
@@ -224,10 +225,7 @@ def test_a_row_that_ran_one_of_several_published_deployments_is_predicted_as_the
     assert not case.fully_specified
     assert [[r.replicas for r in config.roles] for config in case.alternatives] == [[2, 1], [2, 3]]
     model = PerformanceModel.default()
-    each = [
-        model.predict_at_concurrency(case.arch, case.gpu, config, case.workload, case.concurrency)
-        for config in case.alternatives
-    ]
+    each = [predict_row(model, case, config) for config in case.alternatives]
     ttft_s, tpot_s = predict_case(model, case)
     assert ttft_s == pytest.approx((each[0].ttft_s * each[1].ttft_s) ** 0.5)
     assert tpot_s == pytest.approx((each[0].tpot_s * each[1].tpot_s) ** 0.5)
@@ -270,10 +268,7 @@ def test_an_aggregated_row_at_a_point_that_also_ran_mtp_is_predicted_over_both_r
     assert without.speculative is None and without.tp == 8
     assert drafted.speculative == Speculative(SpeculativeAlgorithm.NEXTN, 2, 1, 3)
     model = PerformanceModel.default()
-    each = [
-        model.predict_at_concurrency(case.arch, case.gpu, config, case.workload, case.concurrency)
-        for config in case.alternatives
-    ]
+    each = [predict_row(model, case, config) for config in case.alternatives]
     assert each[1].tpot_s < each[0].tpot_s  # four clients: the drafts pay for themselves
     assert predict_case(model, case)[1] == pytest.approx((each[0].tpot_s * each[1].tpot_s) ** 0.5)
     # A P/D alternative that ran MTP states no draft (it lives in a recipe file): read without it.
@@ -308,3 +303,61 @@ def test_unknown_models_and_gpus_are_unpredictable() -> None:
         parse_row(_row(model_path="Qwen/Qwen3-32B", system="tpu_v9", mode="agg", tp_size="1", batch_size="1"))
     with pytest.raises(UnpredictableConfig, match="mode"):
         parse_row(_row(model_path="Qwen/Qwen3-32B", system="h100_sxm", mode="mixed", tp_size="1", batch_size="1"))
+
+
+def _inferencex_agg(
+    system: str, precision: str, tp: str, clients: str, source: str = "db-dump/2026-04-27"
+) -> dict[str, str]:
+    quant = "nvfp4" if precision == "fp4" else "fp8"
+    return _row(
+        model_path="deepseek-ai/DeepSeek-R1",
+        system=system,
+        precision=precision,
+        mode="agg",
+        gemm_quant_mode=quant,
+        moe_quant_mode=quant,
+        batch_size=clients,
+        tp_size=tp,
+        pp_size="1",
+        attention_dp_size="1",
+        moe_tp_size=tp,
+        moe_ep_size="1",
+        silicon_data_source=f"{source}; config_id=1",
+    )
+
+
+@pytest.mark.parametrize(
+    ("system", "precision", "tp", "clients", "interval"),
+    [
+        ("b200_sxm", "fp8", "8", "8", 10),  # the recipes' 10 below 16 clients ...
+        ("b200_sxm", "fp8", "8", "16", 30),  # ... and 30 from 16 on
+        ("b300_sxm", "fp4", "4", "128", 30),
+        ("b200_sxm", "fp8", "4", "32", 10),  # FP8 at TP4: always 10
+        ("h200_sxm", "fp8", "8", "64", 1),  # the H200 recipes leave SGLang's default
+    ],
+)
+def test_inferencex_blackwell_deepseek_rows_ran_with_their_recipes_receive_interval(
+    system: str, precision: str, tp: str, clients: str, interval: int
+) -> None:
+    assert parse_row(_inferencex_agg(system, precision, tp, clients)).scheduler_recv_interval == interval
+
+
+def test_rows_of_other_sources_and_p_d_rows_keep_the_default_receive_interval() -> None:
+    aiconfigurator = _inferencex_agg("b200_sxm", "fp8", "8", "64", source="source_file=/data/b200_sxm/sglang/x.csv")
+    assert parse_row(aiconfigurator).scheduler_recv_interval == 1
+    pd = _r1_pd_row(
+        "r1_pd", "10", system="b200_sxm", silicon_data_source="db-dump/2026-04-27; config_id=1; silicon_concurrency=64"
+    )
+    assert parse_row(pd).scheduler_recv_interval == 1
+
+
+def test_a_row_is_predicted_with_its_receive_interval() -> None:
+    """The recipe's interval holds arrivals back: the first token comes later than on a default server, at the
+    same decode pace."""
+    model = PerformanceModel.default()
+    case = parse_row(_inferencex_agg("b200_sxm", "fp8", "8", "64"))
+    assert case.scheduler_recv_interval == 30
+    default_server = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+    ttft_s, tpot_s = predict_case(model, case)
+    assert ttft_s > default_server.ttft_s
+    assert tpot_s == pytest.approx(default_server.tpot_s, rel=0.02)

@@ -34,7 +34,7 @@ from frontier_operator.perf.calibration import (
 )
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.model import PerformanceModel
-from frontier_operator.perf.silicon import SiliconCase
+from frontier_operator.perf.silicon import SiliconCase, predict_row
 
 PRIOR_SIGMA = 5.0  # natural-log units: weak, it only decides coefficients the rows leave open
 ROBUST_SCALE = 0.25  # soft-L1 transition: residuals beyond ~25 % count linearly, not quadratically
@@ -54,7 +54,7 @@ class Residual:
 def case_residual(model: PerformanceModel, case: SiliconCase) -> Residual | None:
     """The row's log errors, or None when the model cannot predict it."""
     try:
-        prediction = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+        prediction = predict_row(model, case)
     except UnpredictableConfig:
         return None
 
@@ -459,7 +459,7 @@ def held_out_errors(
 def prefill_dominated(model: PerformanceModel, case: SiliconCase) -> bool:
     """Whether the model puts at least `PREFILL_DOMINATED` of the row's TTFT on the unloaded path."""
     try:
-        predicted = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+        predicted = predict_row(model, case)
         unloaded = model.unloaded_ttft(case.arch, case.gpu, case.config, case.workload)
     except UnpredictableConfig:
         return False

@@ -366,9 +366,21 @@ class PerformanceModel:
         return low
 
     def predict_at_concurrency(
-        self, arch: ModelArch, gpu: GpuSpec, config: ServingConfig, workload: Workload, concurrency: float
+        self,
+        arch: ModelArch,
+        gpu: GpuSpec,
+        config: ServingConfig,
+        workload: Workload,
+        concurrency: float,
+        *,
+        recv_interval: int = 1,
     ) -> ConcurrencyPrediction:
-        """Closed loop: `concurrency` clients over the whole fleet (the silicon benchmarks' `batch_size`)."""
+        """Closed loop: `concurrency` clients over the whole fleet (the silicon benchmarks' `batch_size`).
+
+        `recv_interval`: the aggregated servers' `--scheduler-recv-interval`, which some published benchmarks
+        launched with (`silicon.scheduler_recv_interval_of`); the operator never sets it. A P/D prefill worker
+        runs prefill forwards only, after each of which SGLang receives at once, so it matters there little and
+        is not modelled."""
         if concurrency <= 0:
             raise UnpredictableConfig("concurrency must be positive")
         plan = self._plan(arch, gpu, config, workload)
@@ -385,6 +397,7 @@ class PerformanceModel:
                 wave_breakup=coefficients.wave_breakup,
                 arrival_cv=workload.arrival_cv,
                 service_cv=plan.service_cv,
+                recv_interval=recv_interval,
             )
             rate = result.rate_per_s * replicas
         else:
@@ -451,7 +464,8 @@ class PerformanceModel:
         def token_seconds(batch: float) -> float:
             return self._token_seconds(decode_hw, main.worker, batch, decode_context, kind)
 
-        decode_service = DecodeService(token_seconds, capacity)
+        spec = main.worker.speculative
+        decode_service = DecodeService(token_seconds, capacity, accept_length(spec, kind) if spec else 1.0)
         c = decode_hw.coefficients
         if prefill_role is None:
             prefill_side = decode

@@ -13,6 +13,11 @@ A closed-loop benchmark (C clients that resend as soon as a reply ends) adds one
 not have: clients finishing together come back together, so their prompts queue as a *wave*. The
 calibrated `wave_sync` blends that synchronised picture with the desynchronised steady state; the more of
 its time the GPU spends prefilling, the faster waves break apart (`wave_breakup`).
+
+A server launched with `--scheduler-recv-interval N` (InferenceX's B200 and B300 DeepSeek recipes use 10 and
+30) takes new requests in only every N decode iterations (any prefill forward resets the count): an arrival,
+which comes when a decode iteration ends a request, waits (N − 1)/2 iterations on average, and is prefilled
+together with whatever arrived in the same window.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ class DecodeService:
     token_seconds: Callable[[float], float]
     # Largest number of requests that run together (KV pool at mean occupancy, max-running-requests).
     capacity: float
+    # Output tokens one decode iteration yields per request: 1, or the accept length of speculative decoding.
+    tokens_per_step: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -329,6 +336,14 @@ def _forward_seconds(prefill: PrefillService, requests: float) -> float:
     return alone.latency_s + share * (full.latency_s - alone.latency_s)
 
 
+def _held_for_receive(rate: float, step_s: float, recv_interval: int, prefill: PrefillService) -> tuple[float, float]:
+    """(mean wait for the scheduler's next receive, time until the arrival's prefill completes) on a server that
+    receives every `recv_interval` decode iterations of `step_s`: the prompts that arrived in one window are
+    prefilled together, and an arrival sees itself and, on average, a window's worth of others (size-biased)."""
+    window = (recv_interval - 1) * step_s
+    return 0.5 * window, _wave_ttft(1.0 + rate * window, prefill)[0]
+
+
 def _effective_sync(wave_sync: float, wave_breakup: float, prefill_utilization: float) -> float:
     """Waves survive while prefill is a small share of the GPU's time; every prefill that pauses a different
     subset of requests spreads their completion times, so synchronisation decays as prefill load grows."""
@@ -366,6 +381,7 @@ def closed_loop_aggregated(
     wave_breakup: float,
     arrival_cv: float = 1.0,
     service_cv: float = 0.0,
+    recv_interval: int = 1,
 ) -> ClosedLoopResult:
     steps = max(output_tokens - 1.0, 1.0)
     running = max(1.0, min(concurrency, decode.capacity))
@@ -383,7 +399,10 @@ def closed_loop_aggregated(
         return (wait if math.isfinite(wait) else _edge_wait(prefill, arrival_cv, service_cv)), min(busy, 0.999)
 
     def ttft_at(rate: float, token_s: float) -> float:
-        return prefill.overhead_s + 0.5 * token_s + queue_at(rate)[0] + p_latency
+        if recv_interval <= 1:
+            return prefill.overhead_s + 0.5 * token_s + queue_at(rate)[0] + p_latency
+        held, prefill_s = _held_for_receive(rate, token_s * decode.tokens_per_step, recv_interval, prefill)
+        return prefill.overhead_s + 0.5 * token_s + held + queue_at(rate)[0] + prefill_s
 
     def implied(batch: float) -> float:
         rate, token_s = rate_at(batch)

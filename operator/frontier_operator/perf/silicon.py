@@ -48,6 +48,12 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   ``--mem-fraction-static`` is 0.90, the value the published InferenceMAX SGLang recipes pass (B200 DSR1:
   0.89, jyothisambolu/InferenceMAX README.md @01de5489), raised to 0.95 when the weights alone take more
   than 85 % of the GPU (a recipe that fits DeepSeek-R1 FP8 on four B200s must have done so).
+* **Scheduler receive interval.** InferenceX's single-node SGLang DeepSeek-R1 recipes for B200 and B300
+  (``benchmarks/single_node/fixed_seq_len/dsr1_{fp4,fp8}_{b200,b300}[_mtp].sh``; the rule below is the same
+  in every version from January to June 2026, when the file's runs were made) launch with
+  ``--scheduler-recv-interval``: 30 from 16 clients on, 10 below, and 10 for FP8 at TP4 whatever the
+  clients. The server then takes new requests in every 10 or 30 decode iterations only
+  (`queueing.closed_loop_aggregated`). Their H200 recipes leave SGLang's default, 1; P/D recipes are not read.
 """
 
 from __future__ import annotations
@@ -70,7 +76,7 @@ from frontier_operator.perf.memory import (
     default_chunked_prefill_size,
     weights_per_gpu_bytes,
 )
-from frontier_operator.perf.model import PerformanceModel
+from frontier_operator.perf.model import ConcurrencyPrediction, PerformanceModel
 from frontier_operator.perf.types import (
     LengthDistribution,
     MoeA2ABackend,
@@ -132,6 +138,10 @@ DEPLOYMENT_ALTERNATIVES_PATH = DEPLOYMENT_SUPPLEMENT_PATH.with_name("silicon_dep
 
 # InferenceX's client draws lengths uniformly on [0.8, 1] x nominal (--random-range-ratio 0.8).
 RANGE_RATIO = 0.8
+# GPUs whose InferenceX DeepSeek recipes set --scheduler-recv-interval (module docstring), and its values.
+RECV_INTERVAL_SYSTEMS = ("b200_sxm", "b300_sxm")
+RECV_INTERVAL_FROM_16_CLIENTS = 30
+RECV_INTERVAL_BELOW_16_CLIENTS = 10
 RECIPE_MEM_FRACTION = 0.90
 TIGHT_MEM_FRACTION = 0.95
 TIGHT_WEIGHT_SHARE = 0.85
@@ -156,6 +166,8 @@ class SiliconCase:
     # The deployments published for a row that does not say which of them ran (`read_deployment_alternatives`):
     # the row is predicted as each, and reported as their geometric mean (`predict_case`).
     alternatives: tuple[ServingConfig, ...] = ()
+    # The aggregated server's --scheduler-recv-interval, where the benchmark's recipe set one.
+    scheduler_recv_interval: int = 1
 
 
 def read_rows(path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS) -> list[dict[str, str]]:
@@ -475,6 +487,7 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         output_tokens=LengthDistribution(mean=osl * scale, cv=cv, max=osl),
         kind="random",
     )
+    concurrency = concurrency_of(row)
     return SiliconCase(
         row_id=(row.get("id") or "").strip(),
         backend=(row.get("backend") or "").strip().lower(),
@@ -483,10 +496,41 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         gpu=gpu,
         config=ServingConfig(model=arch.name, roles=roles, transfer_backend=transfer),
         workload=workload,
-        concurrency=concurrency_of(row),
+        concurrency=concurrency,
         measured_ttft_ms=_float(row, "silicon_ttft_ms"),
         measured_tpot_ms=_float(row, "silicon_tpot_ms"),
         fully_specified=specified,
+        scheduler_recv_interval=scheduler_recv_interval_of(row, arch, roles, concurrency),
+    )
+
+
+def scheduler_recv_interval_of(
+    row: Mapping[str, str], arch: ModelArch, roles: tuple[RoleDeployment, ...], concurrency: float
+) -> int:
+    """The `--scheduler-recv-interval` the row's benchmark recipe launched its server with (module docstring)."""
+    system = (row.get("system") or "").strip().lower()
+    if not _is_inferencex(row) or system not in RECV_INTERVAL_SYSTEMS or not arch.name.startswith("DeepSeek"):
+        return 1
+    if len(roles) != 1 or roles[0].role is not Role.UNIFIED:
+        return 1
+    worker = roles[0].worker
+    if worker.weight_format == "fp8" and worker.tp == 4:
+        return RECV_INTERVAL_BELOW_16_CLIENTS
+    return RECV_INTERVAL_FROM_16_CLIENTS if concurrency >= 16 else RECV_INTERVAL_BELOW_16_CLIENTS
+
+
+def predict_row(
+    model: PerformanceModel, case: SiliconCase, config: ServingConfig | None = None
+) -> ConcurrencyPrediction:
+    """The model at the row's concurrency, for its deployment (or `config`, one of its alternatives), with the
+    server flags its benchmark ran with."""
+    return model.predict_at_concurrency(
+        case.arch,
+        case.gpu,
+        config or case.config,
+        case.workload,
+        case.concurrency,
+        recv_interval=case.scheduler_recv_interval,
     )
 
 
@@ -494,12 +538,12 @@ def predict_case(model: PerformanceModel, case: SiliconCase) -> tuple[float, flo
     """(TTFT, TPOT) in seconds at the row's concurrency. A row with published alternatives gets the geometric
     mean over those the model can predict: it ran one of them, and which is not known."""
     if not case.alternatives:
-        p = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+        p = predict_row(model, case)
         return p.ttft_s, p.tpot_s
     logs: list[tuple[float, float]] = []
     for config in case.alternatives:
         try:
-            p = model.predict_at_concurrency(case.arch, case.gpu, config, case.workload, case.concurrency)
+            p = predict_row(model, case, config)
         except UnpredictableConfig:
             continue
         logs.append((math.log(p.ttft_s), math.log(p.tpot_s)))
