@@ -399,9 +399,11 @@ def closed_loop_aggregated(
         return (wait if math.isfinite(wait) else _edge_wait(prefill, arrival_cv, service_cv)), min(busy, 0.999)
 
     def ttft_at(rate: float, token_s: float) -> float:
-        if recv_interval <= 1:
-            return prefill.overhead_s + 0.5 * token_s + queue_at(rate)[0] + p_latency
-        held, prefill_s = _held_for_receive(rate, token_s * decode.tokens_per_step, recv_interval, prefill)
+        held, prefill_s = (
+            (0.0, p_latency)
+            if recv_interval <= 1
+            else _held_for_receive(rate, token_s * decode.tokens_per_step, recv_interval, prefill)
+        )
         return prefill.overhead_s + 0.5 * token_s + held + queue_at(rate)[0] + prefill_s
 
     def implied(batch: float) -> float:
