@@ -24,7 +24,15 @@ A row that the entries do not resolve — several deployments swept through its 
 MTP — is not completed, but what InferenceX published for it is still a fact: the script writes every such
 deployment, one line each, to catalog/data/silicon_deployment_alternatives.csv (the same columns, plus
 ``speculative_decoding``). `frontier predict` predicts such a row as each of its alternatives and reports their
-geometric mean; the fit never uses it (it does not say which one ran).
+geometric mean; the fit never uses it (it does not say which one ran). An entry's `spec-decoding` may say
+"none", which is no speculative decoding (read as MTP before 4 December 2026, which left 52 GB200 and
+GB300 rows unresolved).
+
+Each P/D entry names the srt-slurm recipe its workers ran (`CONFIG_FILE=recipes/…`): the SGLang flags of each
+role. The script reads it from a clone of srt-slurm at the commit the runs cloned (`SRT_SLURM_COMMITS`) and
+writes, on both files, each role's `--max-running-requests`, `--chunked-prefill-size` and
+`--mem-fraction-static` (``SERVER_COLUMNS``), an MTP deployment's draft (`--speculative-num-steps` …, the
+``speculative_*`` columns) and the recipe it read (``recipe``).
 
 The schema has no column for speculative decoding either, and InferenceX benchmarks single-node SGLang with and
 without MTP (DeepSeek-R1 FP8 on B200 at TP8, March 2026: without from 4 to 64 clients, with from 4 to 512). For each
@@ -39,9 +47,10 @@ launched them as Dynamo-SGLang P/D deployments filling the rack. The script read
 such row's time too (`launched`), and writes the deployment it ran to the supplement, which `perf.silicon` then
 reads the row as.
 
-Usage: python bench/inferencex_deployments.py --repo PATH_TO_INFERENCEX_CLONE [--data CSV] [--out CSV]
-       [--alternatives-out CSV]
-Needs a clone of SemiAnalysisAI/InferenceX (the output shipped was made from commit 843c6254f).
+Usage: python bench/inferencex_deployments.py --repo PATH_TO_INFERENCEX_CLONE --srt-slurm PATH_TO_SRT_SLURM_CLONE
+       [--data CSV] [--out CSV] [--alternatives-out CSV]
+Needs clones of SemiAnalysisAI/InferenceX (the output shipped was made from commit 843c6254f) and csahithi/srt-slurm
+(from a25ed8c3d, its sa-submission-q1-2026 branch, which holds every commit `SRT_SLURM_COMMITS` names).
 """
 
 from __future__ import annotations
@@ -64,6 +73,8 @@ from frontier_operator.perf.silicon import (
     DEPLOYMENT_COLUMNS,
     DEPLOYMENT_SUPPLEMENT_PATH,
     DRAFT_COLUMNS,
+    SERVER_COLUMNS,
+    SERVER_FLAGS,
     architecture_of,
     measurement_key,
 )
@@ -103,13 +114,9 @@ class FileHistory:
         return self.commits[index] if index >= 0 else None
 
     def text(self, commit: str) -> str:
+        """The file at `commit`; "" where that commit deleted it."""
         if commit not in self._texts:
-            self._texts[commit] = subprocess.run(
-                ["git", "-C", str(self.repo), "show", f"{commit}:{self.path}"],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
+            self._texts[commit] = show(self.repo, commit, self.path)
         return self._texts[commit]
 
 
@@ -192,6 +199,70 @@ def _spaces_at(
                 yield from ((key, space, concurrency) for space in lengths.get("search-space") or [])
 
 
+# The srt-slurm commit the runs of each InferenceX config commit cloned: the last commit of ishandhanani/srt-slurm's
+# branch sa-submission-q1-2026 before the InferenceX commit. That repository cannot be cloned any more; csahithi/
+# srt-slurm keeps the branch's history up to 12 February 2026 (its sahithi/test-multiple-runners, whose merges
+# are the original branch's) and a rebased copy of the rest (its sa-submission-q1-2026, original author dates).
+SRT_SLURM_COMMITS = {
+    "8a02464b8": "6a960e1df740d5f91b392cdde6f206202506456c",
+    "04b564b39": "6a960e1df740d5f91b392cdde6f206202506456c",
+    "fcc04aaa2": "6a960e1df740d5f91b392cdde6f206202506456c",
+    "2767db504": "6a960e1df740d5f91b392cdde6f206202506456c",
+    "37f353be2": "0f0c12cd6b0dd62e71b0c7ab4f247727bb54e954",
+    "46e0b5ff0": "f4e23a064de780247609f0f0fba0d1f85a6f1f47",
+    "84b7df683": "e6fcc4300a05013b68936580c938147e43394ee4",
+    "3282fdeba": "05382c32a95aa2ae3cfbf609035632f00b073a79",
+    "8cdf35781": "cf934ae489d84f3aace3c4b1f0d5eca53d4ce62f",
+    "78d48618f": "b92b1f60608bf35331591e4ccac7882b7f3748aa",
+    "ee032b37f": "b92b1f60608bf35331591e4ccac7882b7f3748aa",
+    "593fb431a": "4bc2a36457d94ba0e04b3365e837369a14ebd030",
+}
+
+
+class Recipes:
+    """The srt-slurm recipe files InferenceX's P/D runs name (`CONFIG_FILE=recipes/…` in a search-space entry), as
+    its runners cloned them (`SRT_SLURM_COMMITS`), read from a clone of csahithi/srt-slurm."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+
+    def settings(self, source: str, inferencex_commit: str) -> dict[str, str]:
+        """The server flags (``SERVER_COLUMNS``) and the decode worker's draft (``DRAFT_COLUMNS``) of the recipe a
+        deployment's `source` names, with `recipe` (commit and path); empty values for what it does not say."""
+        empty = dict.fromkeys((*SERVER_COLUMNS, *DRAFT_COLUMNS, "recipe"), "")
+        match = re.search(r"CONFIG_FILE=(\S+)", source)
+        commit = SRT_SLURM_COMMITS.get(inferencex_commit[:9])
+        if match is None or commit is None:
+            return empty
+        try:
+            roles = (yaml.safe_load(show(self.repo, commit, match.group(1))) or {})["backend"]["sglang_config"]
+        except (yaml.YAMLError, KeyError, TypeError):
+            return empty
+        return {**empty, **recipe_flags(roles), "recipe": f"srt-slurm@{commit[:9]} {match.group(1)}"}
+
+
+def recipe_flags(roles: dict[str, Any]) -> dict[str, str]:
+    """A recipe's `sglang_config` (per role, SGLang's flags by name) in the supplement's columns."""
+    out = {}
+    for role in ("prefill", "decode"):
+        flags = roles.get(role) or {}
+        for name in SERVER_FLAGS:
+            value = flags.get(name.replace("_", "-"))
+            out[f"{role}_{name}"] = "" if value is None else str(value)
+    decode = roles.get("decode") or {}
+    if decode.get("speculative-algorithm"):
+        for column in DRAFT_COLUMNS:
+            out[column] = str(decode.get(column.replace("_", "-"), ""))
+    return out
+
+
+def _speculative(space: dict[str, Any]) -> str:
+    """A search-space entry's speculative decoding, "" for none: the configs write `spec-decoding: "none"` as
+    often as they leave it out, and "none" is a true string."""
+    speculative = str(space.get("spec-decoding") or "")
+    return "" if speculative == "none" else speculative
+
+
 def published(row: dict[str, str], config: dict[str, Any]) -> list[Published]:
     """Every distinct deployment of the config's search-space entries that matches the row, in config order."""
     found: dict[tuple[Role, Role, bool], str] = {}
@@ -208,7 +279,7 @@ def published(row: dict[str, str], config: dict[str, Any]) -> list[Published]:
             continue
         settings = space["prefill"].get("additional-settings") or []
         source = f"{key} {' '.join(str(s) for s in settings)}".strip()
-        found.setdefault((prefill, decode, bool(space.get("spec-decoding"))), source)
+        found.setdefault((prefill, decode, _speculative(space) != ""), source)
     return [(prefill, decode, speculative, source) for (prefill, decode, speculative), source in found.items()]
 
 
@@ -242,8 +313,7 @@ def published_aggregated(row: dict[str, str], config: dict[str, Any]) -> list[tu
             continue
         if (int(space["tp"]), int(space.get("ep") or 1)) != (row_tp, row_ep):
             continue
-        speculative = str(space.get("spec-decoding") or "")
-        found.setdefault("" if speculative == "none" else speculative, key)
+        found.setdefault(_speculative(space), key)
     return sorted((speculative, key, _swept(config[key], row_tp, row_ep)) for speculative, key in found.items())
 
 
@@ -471,8 +541,9 @@ def launched(row: dict[str, str], script: str) -> Published | None:
 
 
 def _write(path: Path, fieldnames: list[str], rows: list[dict[str, str]]) -> None:
+    """`rows` in `fieldnames`' columns (a supplement line leaves out the draft columns its recipe has too)."""
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fieldnames, lineterminator="\n")
+        writer = csv.DictWriter(handle, fieldnames=fieldnames, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
 
@@ -480,11 +551,15 @@ def _write(path: Path, fieldnames: list[str], rows: list[dict[str, str]]) -> Non
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", required=True, type=Path, help="a clone of SemiAnalysisAI/InferenceX")
+    parser.add_argument(
+        "--srt-slurm", required=True, type=Path, help="a clone of csahithi/srt-slurm (SRT_SLURM_COMMITS)"
+    )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=DEPLOYMENT_SUPPLEMENT_PATH)
     parser.add_argument("--alternatives-out", type=Path, default=DEPLOYMENT_ALTERNATIVES_PATH)
     args = parser.parse_args(argv)
     history = ConfigHistory(args.repo)
+    recipes = Recipes(args.srt_slurm)
     launches = FileHistory(args.repo, LAUNCH_PATH)
     with args.data.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -518,26 +593,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         found = published(row, parsed)
         resolved = resolve(found)
         if resolved is not None:
-            out.append(_line(row["id"], commit, resolved))
+            out.append({**_line(row["id"], commit, resolved), **recipes.settings(resolved[3], commit)})
             continue
         # What InferenceX ran at an unresolved row's point: every matching deployment that states its layout.
         ambiguous.extend(
             {
                 **_line(row["id"], commit, deployment),
                 "speculative_decoding": "mtp" if deployment[2] else "",
-                # The draft of a P/D run lives in a recipe file the config only names: not known.
-                **dict.fromkeys(DRAFT_COLUMNS, ""),
+                # The draft of a P/D run lives in the recipe file the config names.
+                **recipes.settings(deployment[3], commit),
             }
             for deployment in found
             if _states_layout(deployment)
         )
-    _write(args.out, ["id", *DEPLOYMENT_COLUMNS, "source"], out)
+    _write(args.out, ["id", *DEPLOYMENT_COLUMNS, *SERVER_COLUMNS, "source", "recipe"], out)
     speculative = with_twins(speculative, rows)
     at_speculative_points = len({line["id"] for line in speculative})
     # A row whose run is known keeps that run's line only; one known to have run without MTP keeps none.
     known = identified_runs(rows, sweeps)
     speculative = [line for line in speculative if _kept(line, known.get(line["id"]))]
-    columns = ["id", *DEPLOYMENT_COLUMNS, "speculative_decoding", *DRAFT_COLUMNS, "source"]
+    columns = ["id", *DEPLOYMENT_COLUMNS, "speculative_decoding", *DRAFT_COLUMNS, *SERVER_COLUMNS, "source", "recipe"]
     _write(args.alternatives_out, columns, ambiguous + speculative)
     rows_with_alternatives = len({line["id"] for line in ambiguous})
     print(

@@ -1,11 +1,14 @@
-"""bench/inferencex_deployments.py: the GB200 rack runs that the dumps file as aggregated."""
+"""bench/inferencex_deployments.py: what InferenceX published about the runs the dumps leave incomplete."""
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 from perf_support import silicon_row
 
@@ -196,3 +199,110 @@ def test_a_dumped_sweep_that_stops_where_the_plain_entry_stops_tells_which_run_e
     assert [script._kept(line, "") for line in lines] == [False, False]
     assert [script._kept(line, "mtp") for line in lines] == [False, True]
     assert [script._kept(line, None) for line in lines] == [True, True]
+
+
+def _pd_space(speculative: str, concurrencies: list[int], recipe: str) -> dict[str, object]:
+    """A P/D search-space entry: one TP4 prefill worker, two TP4 decode workers."""
+    role = {"tp": 4, "ep": 1, "dp-attn": False}
+    prefill = {**role, "num-worker": 1, "additional-settings": [f"CONFIG_FILE={recipe}"]}
+    return {
+        "spec-decoding": speculative,
+        "conc-list": concurrencies,
+        "prefill": prefill,
+        "decode": {**role, "num-worker": 2},
+    }
+
+
+# dsr1-fp4-gb200-dynamo-sglang as nvidia-master.yaml listed it in March 2026 (abridged; the MTP entry is made up to
+# share a point with the plain one). Its plain entries say `spec-decoding: "none"`.
+PD_CONFIG = {
+    "dsr1-fp4-gb200-dynamo-sglang": {
+        "model": "nvidia/DeepSeek-R1-0528-NVFP4-v2",
+        "runner": "gb200",
+        "precision": "fp4",
+        "framework": "dynamo-sglang",
+        "disagg": True,
+        "seq-len-configs": [
+            {
+                "isl": 1024,
+                "osl": 1024,
+                "search-space": [
+                    _pd_space("none", [4, 8, 32], "recipes/gb200-fp4/1k1k/low-latency.yaml"),
+                    _pd_space("mtp", [32, 64], "recipes/gb200-fp4/1k1k/low-latency-mtp.yaml"),
+                ],
+            }
+        ],
+    }
+}
+
+
+def _pd_row(concurrency: str) -> dict[str, str]:
+    layout = {"prefill_tp_size": "4", "prefill_moe_ep_size": "1", "decode_tp_size": "4", "decode_moe_ep_size": "1"}
+    values = {"system": "gb200", "precision": "fp4", "mode": "disagg", **layout}
+    return _r1_aggregated(concurrency, "2026-03-25", "2026-03-25", **values)
+
+
+def test_an_entry_whose_speculative_decoding_is_none_ran_without_it() -> None:
+    script = _script()
+    plain_only = script.published(_pd_row("8"), PD_CONFIG)
+    assert [speculative for _, _, speculative, _ in plain_only] == [False]
+    assert script.resolve(plain_only) == plain_only[0]  # one deployment, without MTP: the row's
+    both = script.published(_pd_row("32"), PD_CONFIG)
+    assert [speculative for _, _, speculative, _ in both] == [False, True]  # same layout, two runs
+    assert script.resolve(both) is None
+    mtp_only = script.published(_pd_row("64"), PD_CONFIG)
+    assert [speculative for _, _, speculative, _ in mtp_only] == [True]
+    assert script.resolve(mtp_only) is None
+    assert script._speculative({"spec-decoding": "none"}) == script._speculative({}) == ""
+
+
+# The server flags of srt-slurm's recipes/b200-fp8/1k1k/mtp/max-tpt-dep8-1p2d.yaml (abridged).
+RECIPE = """
+backend:
+  sglang_config:
+    prefill:
+      mem-fraction-static: 0.85
+      chunked-prefill-size: 32768
+      max-running-requests: 512
+    decode:
+      mem-fraction-static: 0.85
+      chunked-prefill-size: 32768
+      max-running-requests: 512
+      speculative-algorithm: "EAGLE"
+      speculative-num-steps: 1
+      speculative-eagle-topk: 1
+      speculative-num-draft-tokens: 2
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    return subprocess.run(["git", "-C", str(repo), *identity, *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_p_d_deployment_reads_the_recipe_its_runners_cloned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _script()
+    recipe = "recipes/b200-fp8/1k1k/mtp/max-tpt-dep8-1p2d.yaml"
+    (tmp_path / recipe).parent.mkdir(parents=True)
+    (tmp_path / recipe).write_text(RECIPE)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "recipe")
+    cloned = _git(tmp_path, "rev-parse", "HEAD").strip()
+    (tmp_path / recipe).write_text(RECIPE.replace("512", "1024"))  # a later change the run did not see
+    _git(tmp_path, "commit", "-q", "-am", "later")
+    monkeypatch.setitem(script.SRT_SLURM_COMMITS, "593fb431a", cloned)
+    source = f"dsr1-fp8-b200-dynamo-sglang-mtp CONFIG_FILE={recipe}"
+    settings = script.Recipes(tmp_path).settings(source, "593fb431abcdef")
+    assert settings["recipe"] == f"srt-slurm@{cloned[:9]} {recipe}"
+    assert [settings[f"{role}_max_running_requests"] for role in ("prefill", "decode")] == ["512", "512"]
+    assert settings["decode_chunked_prefill_size"] == "32768" and settings["decode_mem_fraction_static"] == "0.85"
+    assert [settings[column] for column in script.DRAFT_COLUMNS] == ["1", "1", "2"]
+    # No recipe named, a run whose clone is not known, or a recipe missing there: nothing stated.
+    recipes = script.Recipes(tmp_path)
+    assert set(recipes.settings("dsr1-fp8-b200-dynamo-sglang", "593fb431a").values()) == {""}
+    assert set(recipes.settings(source, "000000000").values()) == {""}
+    assert set(recipes.settings("key CONFIG_FILE=recipes/none.yaml", "593fb431a").values()) == {""}
+    # A recipe without a draft states none.
+    assert script.recipe_flags({"decode": {"max-running-requests": 64}})["decode_max_running_requests"] == "64"
+    assert "speculative_num_steps" not in script.recipe_flags({"decode": {"max-running-requests": 64}})

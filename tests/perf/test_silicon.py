@@ -271,10 +271,41 @@ def test_an_aggregated_row_at_a_point_that_also_ran_mtp_is_predicted_over_both_r
     each = [predict_row(model, case, config) for config in case.alternatives]
     assert each[1].tpot_s < each[0].tpot_s  # four clients: the drafts pay for themselves
     assert predict_case(model, case)[1] == pytest.approx((each[0].tpot_s * each[1].tpot_s) ** 0.5)
-    # A P/D alternative that ran MTP states no draft (it lives in a recipe file): read without it.
+    # A P/D alternative that ran MTP but states no draft (its recipe was not read) is read without it.
     pd_mtp = {**_published("bare", "3", "mtp"), **dict.fromkeys(draft, "")}
     (config,) = parse_row(_r1_pd_row("bare", "17.25"), [pd_mtp]).alternatives
     assert all(role.worker.speculative is None for role in config.roles)
+
+
+def test_a_deployment_line_brings_the_server_flags_of_its_recipe() -> None:
+    bare = _r1_pd_row("bare", "17.25")
+    default_prefill, default_decode = (
+        role.worker for role in parse_row(bare, [_published("bare", "3")]).alternatives[0].roles
+    )
+    recipe = {
+        "prefill_chunked_prefill_size": "-1",
+        "decode_max_running_requests": "16",
+        "decode_mem_fraction_static": "0.75",
+        "speculative_num_steps": "2",
+        "speculative_eagle_topk": "1",
+        "speculative_num_draft_tokens": "3",
+    }
+    (config,) = parse_row(bare, [{**_published("bare", "3", "mtp"), **recipe}]).alternatives
+    prefill, decode = (role.worker for role in config.roles)
+    assert prefill.chunked_prefill_size == 0 != default_prefill.chunked_prefill_size  # -1: chunking off
+    assert (prefill.max_running_requests, prefill.mem_fraction_static) == (
+        default_prefill.max_running_requests,
+        default_prefill.mem_fraction_static,
+    )
+    assert (decode.max_running_requests, decode.mem_fraction_static) == (16, 0.75)
+    assert decode.chunked_prefill_size == default_decode.chunked_prefill_size
+    assert decode.speculative == Speculative(SpeculativeAlgorithm.NEXTN, 2, 1, 3)
+    # A supplement line's flags come with the deployment it completes; a twin states none.
+    supplement = {"bare": {**_DEPLOYED, "decode_max_running_requests": "64", "source": "InferenceX@abc key"}}
+    completed = parse_row(complete_deployments([bare], supplement)[0])
+    assert completed.fully_specified and completed.config.roles[1].worker.max_running_requests == 64
+    with pytest.raises(UnpredictableConfig, match="decode_mem_fraction_static is not a number"):
+        parse_row({**bare, **_DEPLOYED, "decode_mem_fraction_static": "most"})
 
 
 @pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")
@@ -290,6 +321,11 @@ def test_the_shipped_alternatives_belong_to_rows_no_fact_completes() -> None:
         assert not by_id[row_id]["decode_num_workers"] and row_id not in supplement
         # A single alternative is published only when it ran MTP: otherwise it would be a fact in the supplement.
         assert len(lines) > 1 or lines[0]["speculative_decoding"] == "mtp"
+    # Every P/D line that names a recipe states what the recipe says, and an MTP one its draft.
+    lines = [line for row_lines in published.values() for line in row_lines] + list(supplement.values())
+    named = [line for line in lines if "CONFIG_FILE=" in line["source"]]
+    assert len(named) >= 600 and all(line["recipe"] and line["decode_mem_fraction_static"] for line in named)
+    assert all(line["speculative_num_steps"] for line in named if line.get("speculative_decoding") == "mtp")
 
 
 def test_concurrency_falls_back_to_the_decode_batch() -> None:

@@ -19,8 +19,8 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   benchmark configs InferenceX published, by ``bench/inferencex_deployments.py``). Failing both, the row is
   not fully specified (never fitted) and is predicted over the deployments InferenceX published for its point
   (``catalog/data/silicon_deployment_alternatives.csv``, same script: several swept through its concurrency,
-  or one that ran MTP, which the schema cannot state — read without it): the geometric mean of their
-  predictions, since it ran one of them and which is not known; with none published, one worker each.
+  or one that ran MTP, which the schema cannot state — read with the draft of its recipe): the geometric mean
+  of their predictions, since it ran one of them and which is not known; with none published, one worker each.
 * **Speculative decoding.** The schema has no column for it. An aggregated row at a point InferenceX ran with MTP
   (its configs at the row's date list a single-node run with ``spec-decoding: mtp`` at the same model, precision,
   GPU, lengths, TP, EP and concurrency — B200 DeepSeek-R1 FP8 TP8 ran both with and without at 4–64 clients in
@@ -44,7 +44,11 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   recipes there pass ``--kv-cache-dtype fp8_e4m3``), BF16 otherwise.
 * **Lengths.** InferenceX rows (``db-dump`` or dated ``source_file``) used ``--random-range-ratio 0.8``: lengths
   uniform on [0.8, 1]·nominal, mean 0.9·nominal; AIConfigurator's own rows use fixed lengths.
-* **Server settings.** chunked-prefill size and max-running-requests are SGLang's defaults for that GPU.
+* **Server settings.** A row or a deployment line may state a role's server flags in the optional columns
+  ``SERVER_COLUMNS`` (``decode_max_running_requests``, ``prefill_chunked_prefill_size``,
+  ``decode_mem_fraction_static`` …; a chunk of -1 or 0 disables chunking, as in SGLang): the supplement and the
+  alternatives carry those of the srt-slurm recipe each P/D deployment ran (``bench/inferencex_deployments.py``).
+  Where none is stated, chunked-prefill size and max-running-requests are SGLang's defaults for that GPU, and
   ``--mem-fraction-static`` is 0.90, the value the published InferenceMAX SGLang recipes pass (B200 DSR1:
   0.89, jyothisambolu/InferenceMAX README.md @01de5489), raised to 0.95 when the weights alone take more
   than 85 % of the GPU (a recipe that fits DeepSeek-R1 FP8 on four B200s must have done so).
@@ -53,7 +57,8 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   in every version from January to June 2026, when the file's runs were made) launch with
   ``--scheduler-recv-interval``: 30 from 16 clients on, 10 below, and 10 for FP8 at TP4 whatever the
   clients. The server then takes new requests in every 10 or 30 decode iterations only
-  (`queueing.closed_loop_aggregated`). Their H200 recipes leave SGLang's default, 1; P/D recipes are not read.
+  (`queueing.closed_loop_aggregated`). Their H200 recipes leave SGLang's default, 1; a P/D worker's (some
+  srt-slurm recipes set 10) is not modelled.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.catalog.models import find_model
@@ -133,6 +139,9 @@ DEPLOYMENT_COLUMNS = tuple(
 )
 # An alternative's draft, when its source states it (`read_deployment_alternatives`); empty otherwise.
 DRAFT_COLUMNS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+# A role's server flags, when a row or a deployment line states them (module docstring); empty otherwise.
+SERVER_FLAGS = ("max_running_requests", "chunked_prefill_size", "mem_fraction_static")
+SERVER_COLUMNS = tuple(f"{role}_{flag}" for role in ("prefill", "decode") for flag in SERVER_FLAGS)
 DEPLOYMENT_SUPPLEMENT_PATH = Path(__file__).resolve().parents[1] / "catalog" / "data" / "silicon_deployments.csv"
 DEPLOYMENT_ALTERNATIVES_PATH = DEPLOYMENT_SUPPLEMENT_PATH.with_name("silicon_deployment_alternatives.csv")
 
@@ -298,8 +307,9 @@ def complete_deployments(
 
 
 def _deployed(row: dict[str, str], recorded: Mapping[str, str], source: str) -> dict[str, str]:
-    """`row` as the P/D deployment `recorded` (its ten deployment columns), which came from `source`."""
-    deployment = {c: recorded.get(c, "") for c in DEPLOYMENT_COLUMNS}
+    """`row` as the P/D deployment `recorded` (its ten deployment columns, and the server flags it states), which
+    came from `source`."""
+    deployment = {c: recorded.get(c, "") for c in (*DEPLOYMENT_COLUMNS, *SERVER_COLUMNS)}
     return {**row, "mode": "disagg", **deployment, "deployment_source": source}
 
 
@@ -397,7 +407,7 @@ def _role_worker(
     tp = _int(row, f"{prefix}tp_size")
     if tp is None:
         raise UnpredictableConfig(f"column {prefix}tp_size is empty")
-    return _worker(
+    worker = _worker(
         arch,
         gpu,
         tp=tp,
@@ -408,6 +418,23 @@ def _role_worker(
         weight_format=weight_format,
         aggregated=aggregated,
     )
+    return _with_stated_flags(worker, row, prefix)
+
+
+def _with_stated_flags(worker: WorkerConfig, row: Mapping[str, str], prefix: str) -> WorkerConfig:
+    """`worker` with the server flags the row states for its role (``SERVER_COLUMNS``)."""
+    changes: dict[str, Any] = {}
+    for flag in SERVER_FLAGS:
+        text = (row.get(f"{prefix}{flag}") or "").strip()
+        if not text:
+            continue
+        try:
+            value = float(text) if flag == "mem_fraction_static" else int(text)
+        except ValueError:
+            raise UnpredictableConfig(f"column {prefix}{flag} is not a number: {text!r}") from None
+        # SGLang's -1 turns chunking off, which the model reads from 0.
+        changes[flag] = max(0, value) if flag == "chunked_prefill_size" else value
+    return replace(worker, **changes)
 
 
 def concurrency_of(row: Mapping[str, str]) -> float:
@@ -438,7 +465,8 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         configs = []
         for line in alternatives:
             try:
-                config = parse_row({**row, **{c: line[c] for c in DEPLOYMENT_COLUMNS if line[c]}}).config
+                stated = {c: line[c] for c in (*DEPLOYMENT_COLUMNS, *SERVER_COLUMNS) if line.get(c)}
+                config = parse_row({**row, **stated}).config
             except UnpredictableConfig:
                 continue
             draft = _draft(line)
