@@ -300,7 +300,7 @@ def test_a_deployment_line_brings_the_server_flags_of_its_recipe() -> None:
     assert (decode.max_running_requests, decode.mem_fraction_static) == (16, 0.75)
     assert decode.chunked_prefill_size == default_decode.chunked_prefill_size
     assert decode.speculative == Speculative(SpeculativeAlgorithm.NEXTN, 2, 1, 3)
-    # A supplement line's flags come with the deployment it completes; a twin states none.
+    # A supplement line's flags come with the deployment it completes.
     supplement = {"bare": {**_DEPLOYED, "decode_max_running_requests": "64", "source": "InferenceX@abc key"}}
     completed = parse_row(complete_deployments([bare], supplement)[0])
     assert completed.fully_specified and completed.config.roles[1].worker.max_running_requests == 64
