@@ -326,14 +326,26 @@ def run_kopf(
     scope = [arg for ns in namespaces for arg in ("-n", ns)] or ["-A"]
     args = ["run", *scope, *(["--standalone"] if standalone else []), "--verbose", *extra_args]
     args += ["-m", module] if module else [target]
+    failure: AssertionError | None = None
     with (
         _fresh_registry(module) as registry,
         kopf.testing.KopfRunner(args, timeout=timeout, registry=registry) as runner,
     ):
-        yield runner
+        try:
+            yield runner
+        except AssertionError as error:  # the test gave up waiting: keep what the operator did meanwhile
+            failure = error
+    if failure is not None:
+        raise AssertionError(f"{failure}\n{_operator_log_tail(runner.output)}") from failure
     if runner.exception is not None:
         raise runner.exception
     assert runner.exit_code == 0, runner.output
+
+
+def _operator_log_tail(output: str, lines: int = 60) -> str:
+    """The operator's own last log lines (the stand-in API server's access log, interleaved, left out)."""
+    own = [line for line in output.splitlines() if "aiohttp.access" not in line]
+    return "operator log, last lines:\n" + "\n".join(own[-lines:])
 
 
 @pytest.fixture()
