@@ -219,26 +219,21 @@ SRT_SLURM_COMMITS = {
 }
 
 
-class Recipes:
-    """The srt-slurm recipe files InferenceX's P/D runs name (`CONFIG_FILE=recipes/…` in a search-space entry), as
-    its runners cloned them (`SRT_SLURM_COMMITS`), read from a clone of csahithi/srt-slurm."""
-
-    def __init__(self, repo: Path) -> None:
-        self.repo = repo
-
-    def settings(self, source: str, inferencex_commit: str) -> dict[str, str]:
-        """The server flags (``SERVER_COLUMNS``) and the decode worker's draft (``DRAFT_COLUMNS``) of the recipe a
-        deployment's `source` names, with `recipe` (commit and path); empty values for what it does not say."""
-        empty = dict.fromkeys((*SERVER_COLUMNS, *DRAFT_COLUMNS, "recipe"), "")
-        match = re.search(r"CONFIG_FILE=(\S+)", source)
-        commit = SRT_SLURM_COMMITS.get(inferencex_commit[:9])
-        if match is None or commit is None:
-            return empty
-        try:
-            roles = (yaml.safe_load(show(self.repo, commit, match.group(1))) or {})["backend"]["sglang_config"]
-        except (yaml.YAMLError, KeyError, TypeError):
-            return empty
-        return {**empty, **recipe_flags(roles), "recipe": f"srt-slurm@{commit[:9]} {match.group(1)}"}
+def recipe_settings(srt_slurm: Path, source: str, inferencex_commit: str) -> dict[str, str]:
+    """The server flags (``SERVER_COLUMNS``) and the decode worker's draft (``DRAFT_COLUMNS``) of the srt-slurm
+    recipe a P/D deployment's `source` names (`CONFIG_FILE=recipes/…` in its search-space entry), as the runs of
+    `inferencex_commit` cloned it (`SRT_SLURM_COMMITS`), read from a clone of csahithi/srt-slurm; with `recipe`
+    (commit and path). Empty values for what it does not say."""
+    empty = dict.fromkeys((*SERVER_COLUMNS, *DRAFT_COLUMNS, "recipe"), "")
+    match = re.search(r"CONFIG_FILE=(\S+)", source)
+    commit = SRT_SLURM_COMMITS.get(inferencex_commit[:9])
+    if match is None or commit is None:
+        return empty
+    try:
+        roles = (yaml.safe_load(show(srt_slurm, commit, match.group(1))) or {})["backend"]["sglang_config"]
+    except (yaml.YAMLError, KeyError, TypeError):
+        return empty
+    return {**empty, **recipe_flags(roles), "recipe": f"srt-slurm@{commit[:9]} {match.group(1)}"}
 
 
 def recipe_flags(roles: dict[str, Any]) -> dict[str, str]:
@@ -559,7 +554,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--alternatives-out", type=Path, default=DEPLOYMENT_ALTERNATIVES_PATH)
     args = parser.parse_args(argv)
     history = ConfigHistory(args.repo)
-    recipes = Recipes(args.srt_slurm)
     launches = FileHistory(args.repo, LAUNCH_PATH)
     with args.data.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -593,7 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         found = published(row, parsed)
         resolved = resolve(found)
         if resolved is not None:
-            out.append({**_line(row["id"], commit, resolved), **recipes.settings(resolved[3], commit)})
+            out.append({**_line(row["id"], commit, resolved), **recipe_settings(args.srt_slurm, resolved[3], commit)})
             continue
         # What InferenceX ran at an unresolved row's point: every matching deployment that states its layout.
         ambiguous.extend(
@@ -601,7 +595,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 **_line(row["id"], commit, deployment),
                 "speculative_decoding": "mtp" if deployment[2] else "",
                 # The draft of a P/D run lives in the recipe file the config names.
-                **recipes.settings(deployment[3], commit),
+                **recipe_settings(args.srt_slurm, deployment[3], commit),
             }
             for deployment in found
             if _states_layout(deployment)

@@ -293,16 +293,15 @@ def test_a_p_d_deployment_reads_the_recipe_its_runners_cloned(tmp_path: Path, mo
     _git(tmp_path, "commit", "-q", "-am", "later")
     monkeypatch.setitem(script.SRT_SLURM_COMMITS, "593fb431a", cloned)
     source = f"dsr1-fp8-b200-dynamo-sglang-mtp CONFIG_FILE={recipe}"
-    settings = script.Recipes(tmp_path).settings(source, "593fb431abcdef")
+    settings = script.recipe_settings(tmp_path, source, "593fb431abcdef")
     assert settings["recipe"] == f"srt-slurm@{cloned[:9]} {recipe}"
     assert [settings[f"{role}_max_running_requests"] for role in ("prefill", "decode")] == ["512", "512"]
     assert settings["decode_chunked_prefill_size"] == "32768" and settings["decode_mem_fraction_static"] == "0.85"
     assert [settings[column] for column in script.DRAFT_COLUMNS] == ["1", "1", "2"]
     # No recipe named, a run whose clone is not known, or a recipe missing there: nothing stated.
-    recipes = script.Recipes(tmp_path)
-    assert set(recipes.settings("dsr1-fp8-b200-dynamo-sglang", "593fb431a").values()) == {""}
-    assert set(recipes.settings(source, "000000000").values()) == {""}
-    assert set(recipes.settings("key CONFIG_FILE=recipes/none.yaml", "593fb431a").values()) == {""}
+    assert set(script.recipe_settings(tmp_path, "dsr1-fp8-b200-dynamo-sglang", "593fb431a").values()) == {""}
+    assert set(script.recipe_settings(tmp_path, source, "000000000").values()) == {""}
+    assert set(script.recipe_settings(tmp_path, "key CONFIG_FILE=recipes/none.yaml", "593fb431a").values()) == {""}
     # A recipe without a draft states none.
     assert script.recipe_flags({"decode": {"max-running-requests": 64}})["decode_max_running_requests"] == "64"
     assert "speculative_num_steps" not in script.recipe_flags({"decode": {"max-running-requests": 64}})
