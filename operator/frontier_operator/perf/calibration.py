@@ -121,6 +121,15 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         "fixed cost per scheduler iteration (scheduling, sampling, graph replay)",
     ),
     CoefficientSpec(
+        "dp_sync_us",
+        20.0,
+        0.0,
+        1000.0,
+        "µs",
+        "attention-DP only: per scheduler iteration and rank beyond the first, the host all-gather of every "
+        "rank's batch (SGLang's MLP sync)",
+    ),
+    CoefficientSpec(
         "request_overhead_us",
         10.0,
         0.0,
@@ -135,6 +144,15 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         500.0,
         "µs",
         "latency of one collective (all-reduce, all-gather, all-to-all) inside the scale-up domain",
+    ),
+    CoefficientSpec(
+        "nccl_latency_us",
+        20.0,
+        0.0,
+        500.0,
+        "µs",
+        "latency of one all-reduce that SGLang's custom all-reduce kernel cannot take (a group of more than 8 "
+        "GPUs, or one spanning nodes): NCCL's",
     ),
     CoefficientSpec(
         "link_efficiency",
@@ -193,8 +211,10 @@ class Coefficients:
     moe_prefill_layer_overhead_us: float
     mla_prefill_layer_overhead_us: float
     step_overhead_ms: float
+    dp_sync_us: float
     request_overhead_us: float
     collective_latency_us: float
+    nccl_latency_us: float
     link_efficiency: float
     ttft_overhead_ms: float
     wave_sync: float

@@ -17,6 +17,13 @@ from frontier_operator.perf.kernels import CollectiveKind, CollectiveWork
 # Extra latency of one hop across the scale-out network. AIConfigurator's system files use 10 µs for a
 # point-to-point transfer (published-figures.md §7a, "p2p_latency").
 NETWORK_HOP_LATENCY_S = 10e-6
+# Group sizes SGLang's custom all-reduce takes (`_SUPPORTED_WORLD_SIZES` in
+# sglang/srt/distributed/device_communicators/custom_all_reduce.py), on one node: every other all-reduce goes
+# through NCCL, whose fixed latency per call is the `nccl_latency_us` coefficient. 0.5.23's v2 kernel also
+# admits a multi-node group that is one NVLink clique on a VMM-backed allocator; the model does not credit it,
+# since the runs we fit on show no sign of it (GB200 decode at TP 8 over two 4-GPU trays is no faster per token
+# than at TP 4, where the weights alone would make it faster).
+CUSTOM_ALL_REDUCE_SIZES = frozenset({2, 4, 6, 8})
 
 
 @dataclass(frozen=True)
@@ -26,8 +33,11 @@ class Link:
     crosses_network: bool
 
 
-def link_for_group(gpu: GpuSpec, group_size: int, gpus_per_node: int, coefficients: Coefficients) -> Link:
-    base_latency = coefficients.collective_latency_us * 1e-6
+def link_for_group(
+    gpu: GpuSpec, group_size: int, gpus_per_node: int, coefficients: Coefficients, *, nccl: bool = False
+) -> Link:
+    """The link a group of `group_size` GPUs talks over; `nccl`: the call's fixed latency is NCCL's."""
+    base_latency = (coefficients.nccl_latency_us if nccl else coefficients.collective_latency_us) * 1e-6
     inside_scale_up = group_size <= max(gpus_per_node, gpu.scale_up_domain)
     if inside_scale_up:
         return Link(gpu.scale_up_bandwidth_gbs * 1e9, base_latency, crosses_network=False)
@@ -42,7 +52,9 @@ def collective_time(work: CollectiveWork, gpu: GpuSpec, gpus_per_node: int, coef
     n = work.group_size
     if n <= 1 or work.count <= 0:
         return 0.0
-    link = link_for_group(gpu, n, gpus_per_node, coefficients)
+    custom = n in CUSTOM_ALL_REDUCE_SIZES and n <= gpus_per_node
+    nccl = work.kind is CollectiveKind.ALL_REDUCE and not custom
+    link = link_for_group(gpu, n, gpus_per_node, coefficients, nccl=nccl)
     efficiency = coefficients.link_efficiency
     nvlink = gpu.scale_up_bandwidth_gbs * 1e9 * efficiency
     if work.kind is CollectiveKind.ALL_REDUCE:

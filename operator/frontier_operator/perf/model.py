@@ -51,6 +51,7 @@ from frontier_operator.perf.steps import (
     PrefillCost,
     decode_step_seconds,
     floor_seconds,
+    iteration_overhead_seconds,
     prefill_cost,
 )
 from frontier_operator.perf.types import (
@@ -623,7 +624,7 @@ def _token_seconds(hw: Hardware, worker: WorkerConfig, batch: float, context: fl
     full = decode_step_seconds(hw, batch, context, per_draft_tokens)
     fixed = (
         hw.arch.num_layers * c.layer_overhead_us * 1e-6
-        + c.step_overhead_ms * 1e-3
+        + iteration_overhead_seconds(hw)
         + c.request_overhead_us * 1e-6 * batch / hw.shape.attention_dp
     )
     per_layer = max(0.0, full - fixed) / hw.arch.num_layers

@@ -72,6 +72,14 @@ class Hardware:
         return self.layout.shape
 
 
+def iteration_overhead_seconds(hw: Hardware) -> float:
+    """Fixed cost of one scheduler iteration: scheduling, sampling, graph replay, and with attention-DP the
+    host all-gather of every rank's batch that precedes each forward (SGLang's `prepare_mlp_sync_batch`, over
+    the TP group's CPU group under the overlap scheduler: a chain of hops that grows with the ranks)."""
+    c = hw.coefficients
+    return c.step_overhead_ms * 1e-3 + (hw.shape.attention_dp - 1) * c.dp_sync_us * 1e-6
+
+
 def forward_seconds(hw: Hardware, work: ForwardWork, layer_overhead_s: float, per_request_s: float) -> float:
     rates = dict(hw.flop_rates)
     moe_penalty = hw.coefficients.moe_penalty
@@ -84,7 +92,7 @@ def forward_seconds(hw: Hardware, work: ForwardWork, layer_overhead_s: float, pe
         seconds = max(op.hbm_bytes / hw.bandwidth, op.flops / rate)
         kernels += seconds * moe_penalty if op.kind is OpKind.MOE else seconds
     comm = sum(collective_time(col, hw.gpu, hw.shape.gpus_per_node, hw.coefficients) for col in work.collectives)
-    fixed = work.layers * layer_overhead_s + hw.coefficients.step_overhead_ms * 1e-3
+    fixed = work.layers * layer_overhead_s + iteration_overhead_seconds(hw)
     return kernels + comm + fixed + per_request_s * work.requests_per_rank
 
 
