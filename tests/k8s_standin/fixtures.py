@@ -342,9 +342,14 @@ def run_kopf(
     assert runner.exit_code == 0, runner.output
 
 
+# Request lines that drown the operator's own: the stand-in API server's access log and the test's polling
+# through the kubernetes client (urllib3), both interleaved in this process's log.
+_NOISE = ("aiohttp.access", "urllib3.connectionpo")
+
+
 def _operator_log_tail(output: str, lines: int = 60) -> str:
-    """The operator's own last log lines (the stand-in API server's access log, interleaved, left out)."""
-    own = [line for line in output.splitlines() if "aiohttp.access" not in line]
+    """The operator's own last log lines, without the request noise (`_NOISE`)."""
+    own = [line for line in output.splitlines() if not any(noise in line for noise in _NOISE)]
     return "operator log, last lines:\n" + "\n".join(own[-lines:])
 
 
