@@ -82,10 +82,14 @@ def ideal_calibration() -> Calibration:
         elif name.endswith(("_us", "_ms")) or name in ("gemm_half_width", "wave_sync"):
             values[name] = 0.0
     values["moe_penalty"] = 1.0
-    coefficients = Coefficients.from_dict(values)
+    return calibration_of(Coefficients.from_dict(values), "sm90", "sm100", "sm103", "gfx942", "gfx950")
+
+
+def calibration_of(coefficients: Coefficients, *archs: str) -> Calibration:
+    """`coefficients` for every family of `archs`, as a hand-made fit (no rows, no measured error)."""
     fit = FamilyFit(coefficients, rows=0, ttft_sigma=0.0, tpot_sigma=0.0)
     calibration = Calibration.uncalibrated()
-    for arch in ("sm90", "sm100", "sm103", "gfx942", "gfx950"):
+    for arch in archs:
         calibration = calibration.with_family(arch, fit)
     return calibration
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from frontier_operator.perf.calibration import Calibration, Coefficients, FamilyFit
+from frontier_operator.perf.calibration import Coefficients
 from frontier_operator.perf.comm import collective_time
 from frontier_operator.perf.kernels import CollectiveKind, CollectiveWork
 from frontier_operator.perf.model import PerformanceModel
-from perf_support import gpu, model, worker
+from perf_support import calibration_of, gpu, model, worker
 
 # Latencies far apart and a tiny buffer, so that a call's time is its latency to within a nanosecond.
 COEFFICIENTS = replace(Coefficients.priors(), collective_latency_us=5.0, nccl_latency_us=40.0)
@@ -45,15 +45,10 @@ def test_deepep_all_to_all_keeps_the_scale_up_latency() -> None:
     assert _latency_us(CollectiveKind.ALL_TO_ALL, 8, "GB200") == 5.0
 
 
-def _with(coefficients: Coefficients) -> PerformanceModel:
-    fit = FamilyFit(coefficients, rows=0, ttft_sigma=0.0, tpot_sigma=0.0)
-    return PerformanceModel(Calibration.uncalibrated().with_family("sm100", fit))
-
-
 def test_every_attention_dp_rank_beyond_the_first_adds_its_sync_to_each_iteration() -> None:
     arch, spec = model("DeepSeek-R1"), gpu("B200")
-    quiet = _with(replace(Coefficients.priors(), dp_sync_us=0.0))
-    synced = _with(replace(Coefficients.priors(), dp_sync_us=100.0))
+    quiet = PerformanceModel(calibration_of(replace(Coefficients.priors(), dp_sync_us=0.0), "sm100"))
+    synced = PerformanceModel(calibration_of(replace(Coefficients.priors(), dp_sync_us=100.0), "sm100"))
     for attention_dp in (1, 2, 8):
         w = worker("B200", tp=8, attention_dp=attention_dp, ep=8)
         extra = synced.decode_step_time(arch, spec, w, 64, 2048) - quiet.decode_step_time(arch, spec, w, 64, 2048)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from frontier_operator.perf.calibration import Calibration, Coefficients, FamilyFit
+from frontier_operator.perf.calibration import Coefficients
 from frontier_operator.perf.model import PerformanceModel
-from perf_support import gpu, model, unified, worker, workload
+from perf_support import calibration_of, gpu, model, unified, worker, workload
 
 
 def _without_waves() -> PerformanceModel:
     coefficients = Coefficients.from_dict({**Coefficients.priors().as_dict(), "wave_sync": 0.0})
-    fit = FamilyFit(coefficients, rows=0, ttft_sigma=0.1, tpot_sigma=0.1)
-    return PerformanceModel(Calibration.uncalibrated().with_family("sm90", fit))
+    return PerformanceModel(calibration_of(coefficients, "sm90"))
 
 
 @pytest.mark.parametrize("concurrency", [4, 32, 128])
@@ -43,9 +42,7 @@ def test_waves_raise_ttft_in_a_closed_loop(shipped: PerformanceModel) -> None:
 
 def _in_waves() -> PerformanceModel:
     coefficients = Coefficients.from_dict({**Coefficients.priors().as_dict(), "wave_sync": 1.0, "wave_breakup": 0.0})
-    return PerformanceModel(
-        Calibration.uncalibrated().with_family("sm90", FamilyFit(coefficients, rows=0, ttft_sigma=0.1, tpot_sigma=0.1))
-    )
+    return PerformanceModel(calibration_of(coefficients, "sm90"))
 
 
 def test_a_wave_smaller_than_a_chunk_waits_for_its_own_forward_only() -> None:

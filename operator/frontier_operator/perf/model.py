@@ -622,14 +622,10 @@ def _token_seconds(hw: Hardware, worker: WorkerConfig, batch: float, context: fl
     c = hw.coefficients
     per_draft_tokens = max(1.0, float(spec.eagle_topk))
     full = decode_step_seconds(hw, batch, context, per_draft_tokens)
-    fixed = (
-        hw.arch.num_layers * c.layer_overhead_us * 1e-6
-        + iteration_overhead_seconds(hw)
-        + c.request_overhead_us * 1e-6 * batch / hw.shape.attention_dp
-    )
+    per_request = c.request_overhead_us * 1e-6 * batch / hw.shape.attention_dp
+    fixed = hw.arch.num_layers * c.layer_overhead_us * 1e-6 + iteration_overhead_seconds(hw) + per_request
     per_layer = max(0.0, full - fixed) / hw.arch.num_layers
     # Every draft step is its own forward: it samples for every request as the target step does.
-    per_request = c.request_overhead_us * 1e-6 * batch / hw.shape.attention_dp
     draft_step = per_layer + c.layer_overhead_us * 1e-6 + c.step_overhead_ms * 1e-3 + per_request
     verify = decode_step_seconds(hw, batch, context, float(max(1, spec.num_draft_tokens)))
     return (spec.num_steps * draft_step + verify) / accept_length(spec, kind)
