@@ -95,7 +95,8 @@ def test_robust_sigma_ignores_a_few_wild_rows() -> None:
 @pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")
 def test_the_spread_says_which_coefficients_the_rows_pin() -> None:
     """H200 rows: decode-heavy runs pin HBM efficiency and the first-token overhead; only P/D runs say anything
-    about the P/D hand-off — without them it is the prior's alone. sm90's attention efficiency sits at peak."""
+    about the P/D hand-off — without them it is the prior's alone, with them barely more (sm90's P/D first tokens
+    are mostly prefill and queue). sm90's attention efficiency sits at peak."""
     calibration = PerformanceModel.default().calibration
     h200 = [case for _, case in iter_cases(read_rows(SILICON), "sglang") if case.gpu.arch == "sm90"]
     aggregated = [case for case in h200 if all(role.role.value == "unified" for role in case.config.roles)]
@@ -108,4 +109,4 @@ def test_the_spread_says_which_coefficients_the_rows_pin() -> None:
     assert spread["hbm_efficiency"].value == calibration.family("sm90").coefficients.hbm_efficiency
     assert spread["attention_efficiency"].at_bound and not spread["hbm_efficiency"].at_bound
     with_pd = {s.name: s for s in coefficient_spread("sm90", h200, calibration)}
-    assert with_pd["pd_handoff_ms"].log_sigma < 0.95 * PRIOR_SIGMA
+    assert with_pd["pd_handoff_ms"].log_sigma < 0.97 * PRIOR_SIGMA

@@ -126,6 +126,18 @@ def test_a_scheduler_that_receives_every_n_iterations_holds_arrivals_back() -> N
     assert _closed(decode, prefill, 10).ttft_s < held.ttft_s
 
 
+def test_prefill_load_breaks_only_a_wave_that_varying_lengths_loosened() -> None:
+    """Fixed output lengths (full synchronisation) keep the wave whatever the prefill load; with lengths that
+    vary, the same load spreads the clients and the first token comes sooner."""
+    decode, prefill = _receive_setup()
+
+    def ttft(wave_sync: float, wave_breakup: float) -> float:
+        return closed_loop_aggregated(64, decode, prefill, 1024, wave_sync=wave_sync, wave_breakup=wave_breakup).ttft_s
+
+    assert ttft(1.0, 2.0) == ttft(1.0, 0.0)
+    assert ttft(0.5, 2.0) < 0.85 * ttft(0.5, 0.0)
+
+
 def test_the_receive_window_counts_iterations_not_tokens() -> None:
     """With speculative decoding an iteration yields several tokens: the same interval holds arrivals longer
     per output token."""

@@ -75,7 +75,8 @@ def test_speculation_stops_paying_once_decode_is_compute_bound(shipped: Performa
     """Verify passes multiply the FLOPs by the draft length; once the batch is compute-bound the rejected
     drafts eat the gain. (A KV-bound batch, long MLA contexts, keeps gaining: the KV is read once per verify
     pass whatever the draft length.) What is left at very high batch is the per-iteration overhead spread over
-    the accepted tokens: at most a few per cent."""
+    the accepted tokens: at most a few per cent. At batch 1 every draft step pays the family's step overhead
+    (1.6 ms on sm90), which holds EAGLE-3's gain at TP8 to 1.6× on Qwen3-32B (1.9× on Llama-3.1-70B)."""
     for name, gpu_name, fmt in (("Llama-3.1-70B-Instruct", "H100", "fp8"), ("Qwen3-32B", "H100", "fp8")):
         arch, device = model(name), gpu(gpu_name)
         plain = worker(gpu_name, tp=8, weight_format=fmt, max_running=8192)
@@ -86,5 +87,5 @@ def test_speculation_stops_paying_once_decode_is_compute_bound(shipped: Performa
         high = shipped.decode_token_time(arch, device, spec_worker, 4096, 512) / shipped.decode_token_time(
             arch, device, plain, 4096, 512
         )
-        assert low < 0.6, name
+        assert low < 0.65, name
         assert high > 0.9, name

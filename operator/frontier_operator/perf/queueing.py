@@ -346,8 +346,14 @@ def _held_for_receive(rate: float, step_s: float, recv_interval: int, prefill: P
 
 def _effective_sync(wave_sync: float, wave_breakup: float, prefill_utilization: float) -> float:
     """Waves survive while prefill is a small share of the GPU's time; every prefill that pauses a different
-    subset of requests spreads their completion times, so synchronisation decays as prefill load grows."""
-    remaining: float = (1.0 - min(max(prefill_utilization, 0.0), 1.0)) ** wave_breakup
+    subset of requests spreads their completion times, so synchronisation decays as prefill load grows.
+
+    Prefill load spreads only what varying output lengths have loosened (the breakup scales with 1 − `wave_sync`):
+    with fixed lengths (`wave_sync` 1) the wave re-forms every cycle whatever the load, since SGLang prefills
+    everything waiting before it decodes again, so every request of the wave reaches its last token on the same
+    iteration."""
+    exponent = wave_breakup * (1.0 - wave_sync)
+    remaining: float = (1.0 - min(max(prefill_utilization, 0.0), 1.0)) ** exponent
     return wave_sync * remaining
 
 
