@@ -625,7 +625,8 @@ def _token_seconds(hw: Hardware, worker: WorkerConfig, batch: float, context: fl
     per_request = c.request_overhead_us * 1e-6 * batch / hw.shape.attention_dp
     fixed = hw.arch.num_layers * c.layer_overhead_us * 1e-6 + iteration_overhead_seconds(hw) + per_request
     per_layer = max(0.0, full - fixed) / hw.arch.num_layers
-    # Every draft step is its own forward: it samples for every request as the target step does.
+    # Every draft step is its own forward: it samples for every request as the target step does. It pays the
+    # step overhead but not attention-DP's batch sync, which SGLang runs once per scheduler iteration.
     draft_step = per_layer + c.layer_overhead_us * 1e-6 + c.step_overhead_ms * 1e-3 + per_request
     verify = decode_step_seconds(hw, batch, context, float(max(1, spec.num_draft_tokens)))
     return (spec.num_steps * draft_step + verify) / accept_length(spec, kind)
