@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import statistics
 from pathlib import Path
 
 import pytest
 import yaml
 
+from frontier_operator.perf import fitting
 from frontier_operator.perf.calibration import (
     COEFFICIENT_SPECS,
     Calibration,
@@ -16,11 +19,15 @@ from frontier_operator.perf.calibration import (
     render_calibration_yaml,
 )
 from frontier_operator.perf.fitting import (
+    CAUCHY,
     PRIOR_SIGMA,
+    SOFT_L1,
     FitOptions,
+    RobustLoss,
     case_residual,
     coefficient_spread,
     fit_calibration,
+    fit_family,
     robust_sigma,
 )
 from frontier_operator.perf.model import PerformanceModel
@@ -90,6 +97,43 @@ def test_fit_is_reproducible_and_improves_on_the_priors() -> None:
 
 def test_robust_sigma_ignores_a_few_wild_rows() -> None:
     assert robust_sigma([0.1, -0.1, 0.1, -0.1, 5.0]) == pytest.approx(0.14826)
+
+
+def test_the_refinement_lets_a_wild_row_go() -> None:
+    """A residual's pull (weight × residual): soft-L1's saturates at its scale, so a run stalled 8× still pulls
+    like any row missed by a third; the Cauchy refinement's falls back towards zero, and near zero both are
+    least squares."""
+
+    def pull(loss: RobustLoss, r: float) -> float:
+        return loss.weights([r])[0] * r
+
+    stalled = math.log(8.0)
+    assert pull(SOFT_L1, stalled) > 0.9 * SOFT_L1.scale
+    assert pull(CAUCHY, stalled) < 0.2 * pull(SOFT_L1, stalled)
+    assert pull(CAUCHY, 0.02) == pytest.approx(0.02, rel=0.01) and pull(SOFT_L1, 0.02) == pytest.approx(0.02, rel=0.01)
+    assert CAUCHY.value(stalled) < SOFT_L1.value(stalled)
+
+
+@pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")
+def test_stalled_runs_barely_move_the_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every sixth Qwen3-235B run made to wait 8× longer for its first token: the refined fit keeps predicting the
+    other runs' TTFT far better than soft-L1 alone would on the same rows."""
+    cases = _slice()
+    stalled = [
+        dataclasses.replace(case, measured_ttft_ms=8.0 * case.measured_ttft_ms) if i % 6 == 0 else case
+        for i, case in enumerate(cases)
+    ]
+    options = FitOptions(max_iterations=10, starts=1)
+
+    def clean_rows_error() -> float:
+        fit = fit_family("sm90", stalled, Calibration.uncalibrated(), options)
+        model = PerformanceModel(Calibration.uncalibrated().with_family("sm90", fit))
+        residuals = [case_residual(model, case) for i, case in enumerate(cases) if i % 6]
+        return statistics.median(abs(r.ttft) for r in residuals if r is not None and r.ttft is not None)
+
+    refined = clean_rows_error()
+    monkeypatch.setattr(fitting, "CAUCHY", SOFT_L1)
+    assert refined < 0.8 * clean_rows_error()
 
 
 @pytest.mark.skipif(not SILICON.is_file(), reason="shared silicon data not present")

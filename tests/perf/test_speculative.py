@@ -76,7 +76,7 @@ def test_speculation_stops_paying_once_decode_is_compute_bound(shipped: Performa
     drafts eat the gain. (A KV-bound batch, long MLA contexts, keeps gaining: the KV is read once per verify
     pass whatever the draft length.) What is left at very high batch is the per-iteration overhead spread over
     the accepted tokens: at most a few per cent. At batch 1 every draft step pays the family's step overhead
-    (1.6 ms on sm90), which holds EAGLE-3's gain at TP8 to 1.6× on Qwen3-32B (1.9× on Llama-3.1-70B)."""
+    (1.7 ms on sm90), which holds EAGLE-3's gain at TP8 to 1.5× on Qwen3-32B (1.8× on Llama-3.1-70B)."""
     for name, gpu_name, fmt in (("Llama-3.1-70B-Instruct", "H100", "fp8"), ("Qwen3-32B", "H100", "fp8")):
         arch, device = model(name), gpu(gpu_name)
         plain = worker(gpu_name, tp=8, weight_format=fmt, max_running=8192)
@@ -87,5 +87,5 @@ def test_speculation_stops_paying_once_decode_is_compute_bound(shipped: Performa
         high = shipped.decode_token_time(arch, device, spec_worker, 4096, 512) / shipped.decode_token_time(
             arch, device, plain, 4096, 512
         )
-        assert low < 0.65, name
+        assert low < 0.7, name
         assert high > 0.9, name

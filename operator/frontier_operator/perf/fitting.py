@@ -11,6 +11,11 @@ every model architecture the same total weight in its family. Log residuals make
 2 ms and a 2 s TTFT count alike); the soft-L1 loss (IRLS weights 1/√(1 + (r/δ)²)) keeps a few wild rows
 — a benchmark stuck behind a KV-cache stall — from dragging the rest; the weak prior keeps coefficients
 that the rows barely constrain near physically sensible values instead of letting them wander to a bound.
+From the best start the fit is then refined under a Cauchy loss (weights 1/(1 + (r/δ)²)): soft-L1 still
+lets every row missed by more than δ pull about as hard as a row missed by δ, so the file's stalled runs (B200
+DeepSeek FP4 runs of November 2025 waiting 5–9 s for a first token that their EP twins serve in 0.2–0.6 s)
+pulled every B200 prefill slower; under the Cauchy loss a row missed by a factor of 8 pulls a sixth as hard.
+A redescending loss needs a start already near the bulk of the rows, which the soft-L1 stage gives it.
 
 The error the planner must cover is then measured on models the fit never saw (`with_held_out_errors`):
 each model left out in turn, its families refitted without it, its fully specified rows predicted.
@@ -38,6 +43,7 @@ from frontier_operator.perf.silicon import SiliconCase, predict_row
 
 PRIOR_SIGMA = 5.0  # natural-log units: weak, it only decides coefficients the rows leave open
 ROBUST_SCALE = 0.25  # soft-L1 transition: residuals beyond ~25 % count linearly, not quadratically
+REFINE_SCALE = 0.3  # Cauchy refinement: a residual of r pulls with r / (1 + (r / scale)²), fading beyond the scale
 MAX_ITERATIONS = 40
 FINITE_DIFFERENCE = 1e-3
 _NAMES = tuple(spec.name for spec in COEFFICIENT_SPECS)
@@ -146,8 +152,28 @@ class _FamilyProblem:
         return data + prior
 
 
-def _robust_weights(raw: Sequence[float]) -> list[float]:
-    return [1.0 / math.sqrt(1.0 + (r / ROBUST_SCALE) ** 2) for r in raw]
+@dataclass(frozen=True)
+class RobustLoss:
+    """A robust loss on log residuals: soft-L1 (monotone influence) or Cauchy (influence that falls back to zero)."""
+
+    scale: float
+    redescending: bool
+
+    def weights(self, raw: Sequence[float]) -> list[float]:
+        """IRLS weights ρ'(r) / 2r."""
+        if self.redescending:
+            return [1.0 / (1.0 + (r / self.scale) ** 2) for r in raw]
+        return [1.0 / math.sqrt(1.0 + (r / self.scale) ** 2) for r in raw]
+
+    def value(self, r: float) -> float:
+        scale2 = self.scale**2
+        if self.redescending:
+            return scale2 * math.log1p(r * r / scale2)
+        return 2 * scale2 * (math.sqrt(1 + r * r / scale2) - 1)
+
+
+SOFT_L1 = RobustLoss(ROBUST_SCALE, redescending=False)
+CAUCHY = RobustLoss(REFINE_SCALE, redescending=True)
 
 
 def _jacobian_columns(
@@ -172,13 +198,15 @@ def _gram(columns: Sequence[Sequence[float]]) -> list[list[float]]:
     return [[sum(a * b for a, b in zip(columns[i], columns[k], strict=True)) for k in range(n)] for i in range(n)]
 
 
-def _levenberg_marquardt(problem: _FamilyProblem, start: list[float], max_iterations: int) -> list[float]:
+def _levenberg_marquardt(
+    problem: _FamilyProblem, start: list[float], max_iterations: int, loss: RobustLoss = SOFT_L1
+) -> list[float]:
     lower, upper = _bounds()
     z = [min(max(v, lo), hi) for v, lo, hi in zip(start, lower, upper, strict=True)]
     raw = problem.raw_residuals(z)
     damping = 1e-2
     for _ in range(max_iterations):
-        weights = _robust_weights(raw)
+        weights = loss.weights(raw)
         r = problem.weighted(raw, weights, z)
         cost = sum(v * v for v in r)
         jacobian_columns = _jacobian_columns(problem, z, weights, r)
@@ -217,8 +245,7 @@ def _objective(problem: _FamilyProblem, z: Sequence[float]) -> float:
     """The soft-L1 objective itself (what IRLS minimises), to compare fits from different starts."""
     raw = problem.raw_residuals(z)
     row_weights = [w for w in problem.row_weights for _ in (0, 1)]
-    scale2 = ROBUST_SCALE**2
-    data = sum(m * 2 * scale2 * (math.sqrt(1 + r * r / scale2) - 1) for m, r in zip(row_weights, raw, strict=True))
+    data = sum(m * SOFT_L1.value(r) for m, r in zip(row_weights, raw, strict=True))
     prior = sum(((v - c) / PRIOR_SIGMA) ** 2 for v, c in zip(z, problem.prior, strict=True))
     return data + prior
 
@@ -276,7 +303,7 @@ def fit_family(
         if best is None or score < best[0]:
             best = (score, z_start)
     assert best is not None
-    z = best[1]
+    z = _levenberg_marquardt(problem, best[1], options.max_iterations, CAUCHY)
     coefficients = _coefficients(z)
     model = PerformanceModel(base.with_family(arch, FamilyFit(coefficients, len(cases), 0.0, 0.0)))
     residuals = [res for res in (case_residual(model, case) for case in cases) if res is not None]
@@ -313,7 +340,7 @@ def coefficient_spread(arch: str, cases: Sequence[SiliconCase], calibration: Cal
     fitted = calibration.family(arch).coefficients
     z = _log_point(fitted)
     raw = problem.raw_residuals(z)
-    weights = _robust_weights(raw)
+    weights = CAUCHY.weights(raw)
     r = problem.weighted(raw, weights, z)
     columns = [column[: len(raw)] for column in _jacobian_columns(problem, z, weights, r)]
     data = r[: len(raw)]

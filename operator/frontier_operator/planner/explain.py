@@ -249,11 +249,13 @@ def _prefill_without_cp(
         return []
     if any(_prefill_split(c) == "prefill without context parallelism" for c in candidates):
         return []
-    plain = describe_worker(replace(prefill.worker, attention_cp=1))
-    found = next((r for r in rejections if r.worker is not None and describe_worker(r.worker) == plain), None)
+    plain = replace(prefill.worker, attention_cp=1)
+    # Prefill servers are screened without the decode side's draft, which a prefill forward does not run.
+    screened = {describe_worker(plain), describe_worker(replace(plain, speculative=None))}
+    found = next((r for r in rejections if r.worker is not None and describe_worker(r.worker) in screened), None)
     if found is None:
         return []
-    return [f"prefill without context parallelism (prefill): {plain} {found.detail}"]
+    return [f"prefill without context parallelism (prefill): {describe_worker(plain)} {found.detail}"]
 
 
 _PD_REASONS = frozenset(

@@ -480,6 +480,12 @@ class _Search:
                 result = (top, unloaded)
             except UnpredictableConfig as error:
                 self._reject(shape.worker, RejectionReason.UNPREDICTABLE, error.reason)
+            else:
+                ttft = [bound for bound in self.request.slos if bound.metric is SloMetric.TTFT]
+                worst = _worst(self._checks(ttft, unloaded))
+                if worst is not None and worst.predicted_s > worst.required_s:
+                    detail = _unreachable(worst, "as a prefill server")
+                    self._reject(shape.worker, RejectionReason.SLO_UNREACHABLE, detail)
         self.prefill_unloaded[shape] = result
         return result
 
@@ -634,16 +640,10 @@ class _Search:
         Its fleet at the rate's minimum size is predicted later, and only when nothing meets the SLO, for
         the few such jobs that came closest.
         """
-        checks = self._checks(self.request.slos, unloaded)
-        worst = max(checks, key=lambda check: check.predicted_s / check.required_s)
+        worst = _worst(self._checks(self.request.slos, unloaded))
         screened = job.unified or job.decode
-        assert screened is not None
-        self._reject(
-            screened.shape.worker,
-            RejectionReason.SLO_UNREACHABLE,
-            f"misses {worst.bound.label} even unloaded: {worst.predicted_s * 1e3:.4g} ms against "
-            f"{worst.required_s * 1e3:.4g} ms (the limit less the margin)",
-        )
+        assert screened is not None and worst is not None
+        self._reject(screened.shape.worker, RejectionReason.SLO_UNREACHABLE, _unreachable(worst))
         if job.allowed:
             self.deferred.append((worst.predicted_s / worst.required_s, job, fleet))
         self.outcome.tried.add(job.techniques)
@@ -833,6 +833,19 @@ def _finalists(ranked: Sequence[_Screened], count: int) -> list[_Screened]:
         if narrow is not None:
             chosen.append(narrow)
     return chosen
+
+
+def _worst(checks: Sequence[SloCheck]) -> SloCheck | None:
+    """The check furthest over (or least under) its bound."""
+    return max(checks, key=lambda check: check.predicted_s / check.required_s, default=None)
+
+
+def _unreachable(worst: SloCheck, role: str = "") -> str:
+    where = f" {role}" if role else ""
+    return (
+        f"misses {worst.bound.label} even unloaded{where}: {worst.predicted_s * 1e3:.4g} ms against "
+        f"{worst.required_s * 1e3:.4g} ms (the limit less the margin)"
+    )
 
 
 def _acceptable(candidate: Evaluated) -> bool:
