@@ -250,7 +250,7 @@ def _prefill_without_cp(
     if any(_prefill_split(c) == "prefill without context parallelism" for c in candidates):
         return []
     plain = replace(prefill.worker, attention_cp=1)
-    # Prefill servers are screened without the decode side's draft, which a prefill forward does not run.
+    # The prefill screening names its servers without the draft the chosen P/D configuration gives both roles.
     screened = {describe_worker(plain), describe_worker(replace(plain, speculative=None))}
     found = next((r for r in rejections if r.worker is not None and describe_worker(r.worker) in screened), None)
     if found is None:
