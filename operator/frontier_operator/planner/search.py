@@ -169,6 +169,16 @@ class _Screened:
 
 
 @dataclass(frozen=True)
+class _UnloadedPrefill:
+    """A prefill shape's top cap, its latencies with both roles generously replicated, and how close it comes."""
+
+    top_cap: int
+    prediction: Prediction
+    # The largest predicted/required ratio over the TTFT bounds (≤ 1 meets them all).
+    worst_ttft_ratio: float
+
+
+@dataclass(frozen=True)
 class _Job:
     """A unified shape, or a P/D pair, with the bound that orders and prunes the evaluation."""
 
@@ -274,7 +284,7 @@ class _Search:
         formats = (*request.search.quantizations, *request.search.fallback_quantizations)
         kv_formats = (*request.search.kv_cache_formats, *request.search.fallback_kv_cache_formats)
         self.weight_formats = {fmt.name: fmt for fmt in formats}
-        self.prefill_unloaded: dict[Shape, tuple[int, Prediction] | None] = {}
+        self.prefill_unloaded: dict[Shape, _UnloadedPrefill | None] = {}
         # Unloaded predictions that missed a TTFT bound, by layout without speculation: prefill does not
         # change with the draft, so the speculative variants of a layout share the verdict.
         self.ttft_hopeless: dict[tuple[str, WorkerConfig], Prediction] = {}
@@ -465,8 +475,8 @@ class _Search:
                 )
         return jobs
 
-    def _unloaded_prefill(self, shape: Shape, decode_partner: WorkerConfig) -> tuple[int, Prediction] | None:
-        """A prefill shape's top cap and its latencies with both roles generously replicated; cached per shape."""
+    def _unloaded_prefill(self, shape: Shape, decode_partner: WorkerConfig) -> _UnloadedPrefill | None:
+        """A prefill shape screened unloaded (a rejection if it misses a TTFT bound even so); cached per shape."""
         if shape in self.prefill_unloaded:
             return self.prefill_unloaded[shape]
         top = self._top_cap(shape)
@@ -477,15 +487,16 @@ class _Search:
             try:
                 unloaded = self._predict(shape.pool, config)
                 self._observe(unloaded)
-                result = (top, unloaded)
             except UnpredictableConfig as error:
                 self._reject(shape.worker, RejectionReason.UNPREDICTABLE, error.reason)
             else:
                 ttft = [bound for bound in self.request.slos if bound.metric is SloMetric.TTFT]
                 worst = _worst(self._checks(ttft, unloaded))
-                if worst is not None and worst.predicted_s > worst.required_s:
+                ratio = worst.predicted_s / worst.required_s if worst is not None else 0.0
+                if worst is not None and ratio > 1.0:
                     detail = _unreachable(worst, "as a prefill server")
                     self._reject(shape.worker, RejectionReason.SLO_UNREACHABLE, detail)
+                result = _UnloadedPrefill(top, unloaded, ratio)
         self.prefill_unloaded[shape] = result
         return result
 
@@ -505,15 +516,11 @@ class _Search:
         Only those get a capacity probe. When none meets it, the one that comes closest stays (flagged
         hopeless), so that an infeasible answer can still name the nearest P/D fleet.
         """
-        ttft = [b for b in self.request.slos if b.metric is SloMetric.TTFT]
         closeness: list[tuple[float, Shape, int]] = []
         for shape in shapes:
             unloaded = self._unloaded_prefill(shape, decode_partner)
-            if unloaded is None:
-                continue
-            top, prediction = unloaded
-            checks = self._checks(ttft, prediction)
-            closeness.append((max((c.predicted_s / c.required_s for c in checks), default=0.0), shape, top))
+            if unloaded is not None:
+                closeness.append((unloaded.worst_ttft_ratio, shape, unloaded.top_cap))
         meeting = [
             screened
             for worst, shape, top in closeness
@@ -747,7 +754,7 @@ class _Search:
             assert prefill_screen is not None
             self._hopeless(
                 job,
-                prefill_screen[1],
+                prefill_screen.prediction,
                 lambda: self._evaluate(job, config, self._predict(job.pool, config), None)[0],
             )
             return
