@@ -22,7 +22,6 @@ from frontier_operator.perf.calibration import CALIBRATION_FILE, Calibration, re
 from frontier_operator.perf.errors import UnpredictableConfig
 from frontier_operator.perf.fitting import (
     MAX_ITERATIONS,
-    PRIOR_SIGMA,
     FitOptions,
     coefficient_spread,
     file_digest,
@@ -120,11 +119,11 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def spread_table(arch: str, cases: list[SiliconCase], calibration: Calibration) -> str:
-    """How tightly the family's rows pin each coefficient; a wide one is what the weak prior decided."""
+    """How tightly the family's rows pin each coefficient; a wide one is what the prior decided."""
     lines = [f"{arch}: coefficient, fitted value, known within ×/÷ (one sigma; 'prior only' = the rows say nothing)"]
     for spread in coefficient_spread(arch, cases, calibration):
         factor = math.exp(spread.log_sigma)
-        note = " prior only" if spread.log_sigma > 0.9 * PRIOR_SIGMA else ""
+        note = " prior only" if spread.prior_only else ""
         note += " at a bound" if spread.at_bound else ""
         lines.append(f"  {spread.name:32s} {spread.value:10.4g}  ×/÷ {factor:.3g}{note}")
     return "\n".join(lines)

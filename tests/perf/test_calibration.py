@@ -149,8 +149,24 @@ def test_the_spread_says_which_coefficients_the_rows_pin() -> None:
     assert set(spread) == {spec.name for spec in COEFFICIENT_SPECS}
     assert all(0 < s.log_sigma <= PRIOR_SIGMA for s in spread.values())
     assert spread["pd_handoff_ms"].log_sigma == pytest.approx(PRIOR_SIGMA, rel=0.01)
+    assert spread["pd_handoff_ms"].prior_only and not spread["hbm_efficiency"].prior_only
+    # The per-layer cost has a firm prior of its own, and the rows alone pin it far more loosely (×/÷ 5 on sm90's
+    # 32-, 61- and 94-layer models): the prior decides it.
+    assert spread["layer_overhead_us"].prior_log_sigma == 0.5
+    assert spread["layer_overhead_us"].log_sigma < 0.5 and spread["layer_overhead_us"].prior_only
     assert spread["hbm_efficiency"].log_sigma < 0.3 and spread["ttft_overhead_ms"].log_sigma < 0.3
     assert spread["hbm_efficiency"].value == calibration.family("sm90").coefficients.hbm_efficiency
     assert spread["attention_efficiency"].at_bound and not spread["hbm_efficiency"].at_bound
     with_pd = {s.name: s for s in coefficient_spread("sm90", h200, calibration)}
     assert with_pd["pd_handoff_ms"].log_sigma < 0.97 * PRIOR_SIGMA
+
+
+def test_the_per_layer_cost_is_held_by_a_firm_prior() -> None:
+    """Moving each coefficient one log unit off its prior costs (1 / σ)² in the objective: 4 for the per-layer
+    cost (σ 0.5, physics: 10–15 kernels of 1–2 µs each), 1/25 for the others (the weak default)."""
+    problem = fitting._FamilyProblem("sm90", [], PerformanceModel.default().calibration)
+    shifted = [center + 1.0 for center in problem.prior]
+    penalties = dict(zip((spec.name for spec in COEFFICIENT_SPECS), problem.weighted([], [], shifted), strict=True))
+    assert penalties.pop("layer_overhead_us") == pytest.approx(2.0)
+    assert all(value == pytest.approx(1.0 / PRIOR_SIGMA) for value in penalties.values())
+    assert fitting._objective(problem, shifted) == pytest.approx(4.0 + (len(COEFFICIENT_SPECS) - 1) / PRIOR_SIGMA**2)

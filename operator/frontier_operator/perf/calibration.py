@@ -26,6 +26,8 @@ class CoefficientSpec:
     upper: float
     unit: str
     meaning: str
+    # One sigma of log(coefficient) around the prior; None leaves the fit's weak default.
+    prior_log_sigma: float | None = None
 
 
 # Priors: AIConfigurator's empirical system knobs where one exists (published-figures.md §7a: memory
@@ -79,6 +81,10 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         500.0,
         "µs",
         "fixed cost per transformer layer per decode forward (launches, norms, small kernels)",
+        # A CUDA-graph decode layer runs 10–15 kernels, each boundary costing 1–2 µs of launch gap and tail:
+        # 10–30 µs. Held firmly there so that the MoE and MLA models of a family cannot hand their own extra
+        # fixed time to every dense layer (without Qwen3-32B, sm90's fit put 51 µs here).
+        prior_log_sigma=0.5,
     ),
     CoefficientSpec(
         "moe_layer_overhead_us",

@@ -3,14 +3,15 @@
 For every family (GPU compute architecture) we minimise, over the log of each coefficient,
 
     Σ_rows w_model · [soft-L1(log(TTFT_pred / TTFT_meas)) + soft-L1(log(TPOT_pred / TPOT_meas))]
-      + Σ_coefficients ((log c − log prior) / PRIOR_SIGMA)²
+      + Σ_coefficients ((log c − log prior) / σ_prior)²
 
 with a bounded Levenberg–Marquardt iteration from three deterministic starting points, keeping the best
 (pure Python, deterministic: the same rows give the same coefficients to the last digit). `w_model` gives
 every model architecture the same total weight in its family. Log residuals make the fit scale-free (a
 2 ms and a 2 s TTFT count alike); the soft-L1 loss (IRLS weights 1/√(1 + (r/δ)²)) keeps a few wild rows
-— a benchmark stuck behind a KV-cache stall — from dragging the rest; the weak prior keeps coefficients
-that the rows barely constrain near physically sensible values instead of letting them wander to a bound.
+— a benchmark stuck behind a KV-cache stall — from dragging the rest; the prior keeps coefficients that the
+rows barely constrain near physically sensible values instead of letting them wander to a bound. It is weak
+(σ_prior = PRIOR_SIGMA) except where a coefficient's spec says how well physics knows it (`prior_log_sigma`).
 From the best start the fit is then refined under a Cauchy loss (weights 1/(1 + (r/δ)²)): soft-L1 still
 lets every row missed by more than δ pull about as hard as a row missed by δ, so the file's stalled runs (B200
 DeepSeek FP4 runs of November 2025 waiting 5–9 s for a first token that their EP twins serve in 0.2–0.6 s)
@@ -125,6 +126,7 @@ class _FamilyProblem:
         self.cases = list(cases)
         self.base = base
         self.prior = [math.log(spec.prior) for spec in COEFFICIENT_SPECS]
+        self.prior_sigma = [spec.prior_log_sigma or PRIOR_SIGMA for spec in COEFFICIENT_SPECS]
         # Every model architecture weighs the same in its family, however many rows it has: otherwise the
         # best-measured model (DeepSeek: most of the file) decides coefficients that must serve all models.
         counts: dict[str, int] = {}
@@ -148,7 +150,7 @@ class _FamilyProblem:
     def weighted(self, raw: Sequence[float], weights: Sequence[float], z: Sequence[float]) -> list[float]:
         row_weights = [w for w in self.row_weights for _ in (0, 1)]
         data = [math.sqrt(w * m) * r for w, m, r in zip(weights, row_weights, raw, strict=True)]
-        prior = [(value - center) / PRIOR_SIGMA for value, center in zip(z, self.prior, strict=True)]
+        prior = [(v - c) / s for v, c, s in zip(z, self.prior, self.prior_sigma, strict=True)]
         return data + prior
 
 
@@ -246,7 +248,7 @@ def _objective(problem: _FamilyProblem, z: Sequence[float]) -> float:
     raw = problem.raw_residuals(z)
     row_weights = [w for w in problem.row_weights for _ in (0, 1)]
     data = sum(m * SOFT_L1.value(r) for m, r in zip(row_weights, raw, strict=True))
-    prior = sum(((v - c) / PRIOR_SIGMA) ** 2 for v, c in zip(z, problem.prior, strict=True))
+    prior = sum(((v - c) / s) ** 2 for v, c, s in zip(z, problem.prior, problem.prior_sigma, strict=True))
     return data + prior
 
 
@@ -318,17 +320,22 @@ class CoefficientSpread:
 
     name: str
     value: float
-    # One sigma of log(coefficient) given the rows and the weak prior (Gauss–Newton, at the fitted point):
-    # the coefficient is known to within a factor exp(log_sigma). PRIOR_SIGMA means the rows say nothing.
+    # One sigma of log(coefficient) given the rows and the prior (Gauss–Newton, at the fitted point): the
+    # coefficient is known to within a factor exp(log_sigma). `prior_log_sigma` means the rows say nothing.
     log_sigma: float
     at_bound: bool
+    prior_log_sigma: float
+
+    @property
+    def prior_only(self) -> bool:
+        return self.log_sigma > 0.9 * self.prior_log_sigma
 
 
 def coefficient_spread(arch: str, cases: Sequence[SiliconCase], calibration: Calibration) -> list[CoefficientSpread]:
     """Per coefficient of `arch` in `calibration`: how tightly its fittable rows among `cases` pin it.
 
     The fit's curvature at the fitted point, the robust weights held: information = JᵀJ / s² over the rows
-    (s² the weighted residual variance, RSS / (rows − coefficients)) plus the prior's 1 / PRIOR_SIGMA²; the
+    (s² the weighted residual variance, RSS / (rows − coefficients)) plus the prior's 1 / σ_prior²; the
     diagonal of its inverse is each coefficient's variance in log units, correlations with the others
     included. A coefficient that only trades against another (an efficiency against a fixed overhead) comes
     out wide even where each alone would look sharp. The planner leans on such coefficients where the rows
@@ -346,8 +353,9 @@ def coefficient_spread(arch: str, cases: Sequence[SiliconCase], calibration: Cal
     data = r[: len(raw)]
     variance = sum(v * v for v in data) / max(1, len(raw) - len(z))
     n = len(z)
+    prior_information = [sigma**-2 for sigma in problem.prior_sigma]
     information = [
-        [value / max(variance, 1e-12) + (1.0 / PRIOR_SIGMA**2 if i == k else 0.0) for k, value in enumerate(row)]
+        [value / max(variance, 1e-12) + (prior_information[i] if i == k else 0.0) for k, value in enumerate(row)]
         for i, row in enumerate(_gram(columns))
     ]
     values = fitted.as_dict()
@@ -356,7 +364,8 @@ def coefficient_spread(arch: str, cases: Sequence[SiliconCase], calibration: Cal
         unit = [1.0 if k == j else 0.0 for k in range(n)]
         covariance = _solve(information, unit)[j]
         bound = abs(z[j] - lower[j]) < 1e-9 or abs(z[j] - upper[j]) < 1e-9
-        out.append(CoefficientSpread(name, values[name], math.sqrt(max(covariance, 0.0)), bound))
+        spread = math.sqrt(max(covariance, 0.0))
+        out.append(CoefficientSpread(name, values[name], spread, bound, problem.prior_sigma[j]))
     return out
 
 
