@@ -16,7 +16,7 @@ from prometheus_client import start_http_server
 from frontier_operator import metrics
 from frontier_operator.adapters import kube
 from frontier_operator.api.v1alpha1 import GROUP, PLURAL, VERSION
-from frontier_operator.controller import Controller
+from frontier_operator.controller import Controller, Step
 from frontier_operator.settings import OperatorSettings
 
 PREFIX = "frontier.dev"
@@ -33,9 +33,12 @@ def controller() -> Controller:
     return _controller
 
 
-def _reconcile(body: kopf.Body, patch: kopf.Patch, trigger: str, *, force_apply: bool) -> None:
+def _reconcile(body: kopf.Body, patch: kopf.Patch | None, trigger: str, *, force_apply: bool) -> None:
+    """Reconcile, then write the step: through Kopf's `patch`, or (None) through our own client."""
     try:
         step = controller().reconcile(body, force_apply=force_apply)
+        if patch is None:
+            _write(body, step)
     except kube.KubeError as error:
         metrics.API_ERRORS.labels(str(error.status)).inc()
         metrics.RECONCILES.labels(trigger, "retry" if error.retriable else "error").inc()
@@ -44,11 +47,21 @@ def _reconcile(body: kopf.Body, patch: kopf.Patch, trigger: str, *, force_apply:
         raise kopf.PermanentError(str(error)) from None
     for event in step.events:
         kopf.event(body, type=event.type, reason=event.reason, message=event.message)
-    if step.status_patch:
-        patch.status.update(step.status_patch)
-    for key, value in step.annotations.items():
-        patch.metadata.annotations[key] = value
+    if patch is not None:
+        if step.status_patch:
+            patch.status.update(step.status_patch)
+        for key, value in step.annotations.items():
+            patch.metadata.annotations[key] = value
     metrics.RECONCILES.labels(trigger, "ok").inc()
+
+
+def _write(body: kopf.Body, step: Step) -> None:
+    """The step's annotations (the record of what was done), then its status, each a merge patch."""
+    namespace, name = body.metadata.namespace or "", body.metadata.name or ""
+    if step.annotations:
+        kube.annotate_target(controller().api, namespace, name, dict(step.annotations))
+    if step.status_patch:
+        kube.patch_target_status(controller().api, namespace, name, step.status_patch)
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL)
@@ -74,8 +87,11 @@ def _change_pending(body: kopf.Body) -> bool:
 _behind_at: dict[str, str] = {}
 
 
+# The re-check writes through our own client, not Kopf's patch: Kopf applies a timer's patch outside its error
+# handling, so one refused write (a 409, a 422, retries on 5xx run out) would end the timer for good and the
+# target would not be re-checked until the operator restarts. Our write's failure is a retried TemporaryError.
 @kopf.timer(GROUP, VERSION, PLURAL, interval=SETTINGS.recheck_seconds, idle=SETTINGS.recheck_seconds / 3)
-def reconcile_periodically(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+def reconcile_periodically(body: kopf.Body, **_: Any) -> None:
     metadata = body.get("metadata", {})
     uid, version = str(metadata.get("uid")), str(metadata.get("resourceVersion"))
     behind = body.get("status", {}).get("observedGeneration") != metadata.get("generation")
@@ -91,7 +107,7 @@ def reconcile_periodically(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None
     elif _behind_at.get(uid) != version:
         _behind_at[uid] = version
         return
-    _reconcile(body, patch, "timer", force_apply=behind)
+    _reconcile(body, None, "timer", force_apply=behind)
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)

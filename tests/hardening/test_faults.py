@@ -403,3 +403,33 @@ def test_objects_the_api_server_refuses_are_reported_and_retried_at_the_recheck_
     wait_for(lambda: ready_when_marked(kube_api, namespace, "refused"), timeout=30, what="Ready after the fix")
     figure("apply refused (422) then fixed", time.monotonic() - fixed_at)
     assert has_condition("Degraded", "False")(get_object(kube_api, *FT, namespace, "refused") or {})
+
+
+def test_a_refused_status_write_on_a_recheck_does_not_stop_the_rechecks(
+    crd: None, kube_api: kubernetes.client.ApiClient, namespace: str, standin: Any, kopf_process: Any
+) -> None:
+    # Kopf applies a timer's patch outside its error handling: when the re-check's status write went through
+    # Kopf, one refusal (a 409 here; a 422 or 5xx retries run out alike) ended the timer for good and the
+    # target never saw its rollout finish. The re-check writes through the operator's client and retries.
+    start(kopf_process, namespace)
+    create(kube_api, named("rechecked", namespace))
+    wait_for_object(
+        kube_api,
+        *FT,
+        namespace,
+        "rechecked",
+        lambda o: (o.get("status") or {}).get("observedGeneration") == o["metadata"]["generation"],
+        timeout=30,
+    )
+    # The change handler has written its status; the next status write is a re-check's.
+    refusal = standin.faults.add(
+        RequestMatch(verb="patch", resource="frontiertargets", subresource="status", name="rechecked"),
+        status=409,
+        times=1,
+    )
+    refused_at = time.monotonic()
+    wait_for(lambda: ready_when_marked(kube_api, namespace, "rechecked"), timeout=30, what="Ready after the refusal")
+    figure("re-check status write refused (409)", time.monotonic() - refused_at)
+    assert refusal.fired == 1
+    rolled_out = get_object(kube_api, *FT, namespace, "rechecked") or {}
+    assert has_condition("Progressing", "False", "RolledOut")(rolled_out)

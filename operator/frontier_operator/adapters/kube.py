@@ -284,3 +284,14 @@ def annotate_target(api: ApiClient, namespace: str, name: str, annotations: dict
         content_type="application/merge-patch+json",
     )
     return patched
+
+
+def patch_target_status(api: ApiClient, namespace: str, name: str, status: dict[str, Any]) -> None:
+    """Merge `status` into a FrontierTarget's status subresource."""
+    _call(
+        api,
+        "PATCH",
+        f"{_target_path(namespace, name)}/status",
+        body={"status": status},
+        content_type="application/merge-patch+json",
+    )
