@@ -307,6 +307,21 @@ def test_a_target_that_no_longer_plans_or_parses_stops_its_sweep() -> None:
         assert decision.delete and "SweepInterrupted" in _reasons([decision])
 
 
+def test_a_request_on_a_target_that_does_not_plan_waits_and_says_so_once() -> None:
+    # Silently ignored before: nothing started, no Event, the status said nothing of the request.
+    inp = replace(_input(annotations={SWEEP_START: "x"}), plan=None, request=None)
+    said = decide_sweep(inp)
+    assert said.apply == () and said.record is not None and said.record.running is None
+    assert "does not plan" in said.record.explanation[-1] and _reasons([said]) == ["SweepNotStarted"]
+    again = decide_sweep(_next(inp, said, None))
+    assert again.apply == () and _reasons([again]) == [] and again.record == said.record
+    # The request was not used up: once the target plans, it starts.
+    planned = decide_sweep(replace(_next(inp, said, None), plan=_input().plan, request=_input().request))
+    assert planned.apply and "SweepStarted" in _reasons([planned])
+    # Without a request nothing is recorded for a target that does not plan.
+    assert decide_sweep(replace(inp, annotations={})).record is None
+
+
 def test_a_record_left_between_rounds_launches_the_next_deployment() -> None:
     inp, first = _running()
     record = first.record

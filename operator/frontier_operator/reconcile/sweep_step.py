@@ -535,6 +535,18 @@ def _wants_sweeps(spec: FrontierTargetSpec, annotations: Mapping[str, str]) -> b
     return spec.sweep.on_create or spec.sweep.period is not None or bool(annotations.get(SWEEP_START))
 
 
+def _request_waits(record: SweepRecord | None, inp: SweepInput, now: float) -> tuple[SweepRecord | None, _Effects]:
+    """A target without a plan cannot be swept: a request waits for one, and says so once."""
+    assert inp.target is not None
+    message = "a sweep is requested, but the target does not plan (see its conditions); it starts once it does"
+    base = record or SweepRecord(sweep_spec_key(inp.target.spec), now)
+    if due_trigger(base, inp.target.spec, inp.annotations, now) is not Trigger.REQUEST:
+        return record, _Effects()
+    if base.explanation[-1:] == (message,):
+        return record, _Effects()
+    return _explained(base, message), _Effects(events=(EventNote("Warning", "SweepNotStarted", message),))
+
+
 def decide_sweep(inp: SweepInput) -> SweepDecision:
     """Decide one step of the target's sweep (see the module docstring)."""
     target, record, now = inp.target, inp.record, inp.now
@@ -542,10 +554,12 @@ def decide_sweep(inp: SweepInput) -> SweepDecision:
         return SweepDecision(record=None, status=None)
     effects = _Effects()
     if target is None or inp.request is None or inp.plan is None:
-        # Nothing to measure for: stop what runs.
+        # Nothing to measure for: stop what runs; a request waits, said once (as for a paused target).
         if record is not None and record.running is not None:
             cause = "the spec no longer parses" if target is None else "the target no longer plans"
             record, effects = _interrupt(record, cause, now)
+        elif target is not None:
+            record, effects = _request_waits(record, inp, now)
         name = str(target.metadata.get("name", "")) if target is not None else ""
         return _decision(record, inp, effects, name, hold=False)
     spec = target.spec
