@@ -37,7 +37,11 @@ def _reconcile(body: kopf.Body, patch: kopf.Patch | None, trigger: str, *, force
     """Reconcile, then write the step: through Kopf's `patch`, or (None) through our own client."""
     try:
         step = controller().reconcile(body, force_apply=force_apply)
+        for event in step.events:
+            kopf.event(body, type=event.type, reason=event.reason, message=event.message)
         if patch is None:
+            # After the Events, as Kopf applies its patch after them: a failed write is retried, and the retry
+            # may repeat an Event (the record it decided from was not written) but never lose one.
             _write(body, step)
     except kube.KubeError as error:
         metrics.API_ERRORS.labels(str(error.status)).inc()
@@ -45,8 +49,6 @@ def _reconcile(body: kopf.Body, patch: kopf.Patch | None, trigger: str, *, force
         if error.retriable:
             raise kopf.TemporaryError(str(error), delay=SETTINGS.retry_seconds) from None
         raise kopf.PermanentError(str(error)) from None
-    for event in step.events:
-        kopf.event(body, type=event.type, reason=event.reason, message=event.message)
     if patch is not None:
         if step.status_patch:
             patch.status.update(step.status_patch)
