@@ -92,7 +92,7 @@ def check_slos(
 
 def worst_ratio(checks: Sequence[SloCheck]) -> float:
     """How far the worst SLO is from its margin-shrunk limit: ≤ 1 means every SLO is met."""
-    return max((check.predicted_s / check.required_s for check in checks), default=0.0)
+    return max((check.ratio for check in checks), default=0.0)
 
 
 def largest_passing(count: int, passes: Callable[[int], bool]) -> int:

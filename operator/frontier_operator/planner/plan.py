@@ -121,7 +121,7 @@ def _unmet(candidates: Sequence[Evaluated]) -> list[Rejection]:
         name = describe_config(candidate.config)
         missed = [check for check in candidate.checks if not check.met]
         if missed:
-            worst = max(missed, key=lambda check: check.predicted_s / check.required_s)
+            worst = max(missed, key=lambda check: check.ratio)
             detail = (
                 f"{worst.bound.label} {ms(worst.predicted_s)} exceeds {ms(worst.required_s)} "
                 f"(the {ms(worst.bound.limit_s)} limit less the {worst.margin * 100:.0f} % margin)"

@@ -43,7 +43,7 @@ from frontier_operator.perf.types import (
     WorkerConfig,
     Workload,
 )
-from frontier_operator.planner.choose import check_slos, largest_passing, objective_key, slo_margin
+from frontier_operator.planner.choose import check_slos, largest_passing, objective_key, slo_margin, worst_ratio
 from frontier_operator.planner.describe import describe_config, describe_worker
 from frontier_operator.planner.enumerate import Shape, enumerate_shapes
 from frontier_operator.planner.formats import quality_loss_pct
@@ -491,12 +491,12 @@ class _Search:
                 self._reject(shape.worker, RejectionReason.UNPREDICTABLE, error.reason)
             else:
                 ttft = [bound for bound in self.request.slos if bound.metric is SloMetric.TTFT]
-                worst = _worst(self._checks(ttft, unloaded))
-                ratio = worst.predicted_s / worst.required_s if worst is not None else 0.0
-                if worst is not None and ratio > 1.0:
+                checks = self._checks(ttft, unloaded)
+                worst = _worst(checks)
+                if worst is not None and not worst.met:
                     detail = _unreachable(worst, "as a prefill server")
                     self._reject(shape.worker, RejectionReason.SLO_UNREACHABLE, detail)
-                result = _UnloadedPrefill(top, unloaded, ratio)
+                result = _UnloadedPrefill(top, unloaded, worst_ratio(checks))
         self.prefill_unloaded[shape] = result
         return result
 
@@ -652,7 +652,7 @@ class _Search:
         assert screened is not None and worst is not None
         self._reject(screened.shape.worker, RejectionReason.SLO_UNREACHABLE, _unreachable(worst))
         if job.allowed:
-            self.deferred.append((worst.predicted_s / worst.required_s, job, fleet))
+            self.deferred.append((worst.ratio, job, fleet))
         self.outcome.tried.add(job.techniques)
 
     def _record(self, job: _Job, evaluated: Evaluated) -> None:
@@ -844,7 +844,7 @@ def _finalists(ranked: Sequence[_Screened], count: int) -> list[_Screened]:
 
 def _worst(checks: Sequence[SloCheck]) -> SloCheck | None:
     """The check furthest over (or least under) its bound."""
-    return max(checks, key=lambda check: check.predicted_s / check.required_s, default=None)
+    return max(checks, key=lambda check: check.ratio, default=None)
 
 
 def _unreachable(worst: SloCheck, role: str = "") -> str:

@@ -281,6 +281,11 @@ class SloCheck:
         return self.predicted_s <= self.required_s
 
     @property
+    def ratio(self) -> float:
+        """The prediction over what it must stay under: ≤ 1 is met."""
+        return self.predicted_s / self.required_s
+
+    @property
     def headroom_pct(self) -> float:
         """How far below the limit, in % of the limit (negative: violated)."""
         return (self.bound.limit_s - self.predicted_s) / self.bound.limit_s * 100
