@@ -535,14 +535,13 @@ def _wants_sweeps(spec: FrontierTargetSpec, annotations: Mapping[str, str]) -> b
     return spec.sweep.on_create or spec.sweep.period is not None or bool(annotations.get(SWEEP_START))
 
 
-def _request_waits(record: SweepRecord | None, inp: SweepInput, now: float) -> tuple[SweepRecord | None, _Effects]:
+def _request_waits(record: SweepRecord | None, inp: SweepInput) -> tuple[SweepRecord | None, _Effects]:
     """A target without a plan cannot be swept: a request waits for one, and says so once."""
     assert inp.target is not None
     message = "a sweep is requested, but the target does not plan (see its conditions); it starts once it does"
-    base = record or SweepRecord(sweep_spec_key(inp.target.spec), now)
-    if due_trigger(base, inp.target.spec, inp.annotations, now) is not Trigger.REQUEST:
-        return record, _Effects()
-    if base.explanation[-1:] == (message,):
+    base = record or SweepRecord(sweep_spec_key(inp.target.spec), inp.now)
+    requested = due_trigger(base, inp.target.spec, inp.annotations, inp.now) is Trigger.REQUEST
+    if not requested or base.explanation[-1:] == (message,):
         return record, _Effects()
     return _explained(base, message), _Effects(events=(EventNote("Warning", "SweepNotStarted", message),))
 
@@ -559,7 +558,7 @@ def decide_sweep(inp: SweepInput) -> SweepDecision:
             cause = "the spec no longer parses" if target is None else "the target no longer plans"
             record, effects = _interrupt(record, cause, now)
         elif target is not None:
-            record, effects = _request_waits(record, inp, now)
+            record, effects = _request_waits(record, inp)
         name = str(target.metadata.get("name", "")) if target is not None else ""
         return _decision(record, inp, effects, name, hold=False)
     spec = target.spec
