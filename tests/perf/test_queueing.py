@@ -146,3 +146,23 @@ def test_the_receive_window_counts_iterations_not_tokens() -> None:
     plain = _closed(plain_decode, prefill, 30).ttft_s - _closed(plain_decode, prefill, 1).ttft_s
     drafted = _closed(drafted_decode, prefill, 30).ttft_s - _closed(drafted_decode, prefill, 1).ttft_s
     assert drafted > 1.8 * plain
+
+
+def test_the_first_wave_of_a_run_weighs_its_share_whatever_the_steady_state() -> None:
+    """Every client sends at once onto an idle server: with ten requests per client a tenth of the run is that
+    wave, even where the steady state has none (varying lengths, `wave_sync` 0); a run that is all first wave
+    is the wave picture itself, and the share moves TTFT and TPOT linearly between the two."""
+    decode, prefill = _receive_setup()
+
+    def closed(first_wave_share: float, wave_sync: float = 0.0) -> ClosedLoopResult:
+        return closed_loop_aggregated(
+            64, decode, prefill, 1024, wave_sync=wave_sync, wave_breakup=0.0, first_wave_share=first_wave_share
+        )
+
+    steady, tenth, whole = closed(0.0), closed(0.1), closed(1.0)
+    assert whole.ttft_s == pytest.approx(closed(0.0, wave_sync=1.0).ttft_s)
+    assert whole.ttft_s > 3 * steady.ttft_s
+    assert tenth.ttft_s == pytest.approx(0.9 * steady.ttft_s + 0.1 * whole.ttft_s)
+    assert tenth.tpot_s == pytest.approx(0.9 * steady.tpot_s + 0.1 * whole.tpot_s)
+    # A steady state already in waves gains nothing from its first one.
+    assert closed(0.1, wave_sync=1.0).ttft_s == pytest.approx(whole.ttft_s)

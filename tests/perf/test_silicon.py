@@ -234,7 +234,9 @@ def test_a_row_that_ran_one_of_several_published_deployments_is_predicted_as_the
     # Without alternatives, the same row is read as one worker of each role, as before.
     alone = parse_row(bare)
     assert alone.alternatives == () and [r.replicas for r in alone.config.roles] == [1, 1]
-    direct = model.predict_at_concurrency(alone.arch, alone.gpu, alone.config, alone.workload, alone.concurrency)
+    direct = model.predict_at_concurrency(
+        alone.arch, alone.gpu, alone.config, alone.workload, alone.concurrency, requests_per_client=10
+    )
     assert predict_case(model, alone) == (direct.ttft_s, direct.tpot_s)
 
 
@@ -393,7 +395,26 @@ def test_a_row_is_predicted_with_its_receive_interval() -> None:
     model = PerformanceModel.default()
     case = parse_row(_inferencex_agg("b200_sxm", "fp8", "8", "64"))
     assert case.scheduler_recv_interval == 30
-    default_server = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+    default_server = model.predict_at_concurrency(
+        case.arch, case.gpu, case.config, case.workload, case.concurrency, requests_per_client=case.requests_per_client
+    )
     ttft_s, tpot_s = predict_case(model, case)
     assert ttft_s > default_server.ttft_s
     assert tpot_s == pytest.approx(default_server.tpot_s, rel=0.02)
+
+
+def test_inferencex_runs_send_ten_requests_per_client_and_include_their_first_wave() -> None:
+    """InferenceX's scripts send 10 × concurrency prompts: a row's mean includes the wave all clients send at
+    the start. AIConfigurator's rows do not say how long they ran (their fixed lengths keep every cycle a wave)."""
+    case = parse_row(_inferencex_agg("h200_sxm", "fp8", "8", "64"))
+    assert case.requests_per_client == 10
+    own_run = _inferencex_agg("h200_sxm", "fp8", "8", "64", source="source_file=/Users/someone/qwen3.csv")
+    assert parse_row(own_run).requests_per_client is None
+    model = PerformanceModel.default()
+    steady = model.predict_at_concurrency(case.arch, case.gpu, case.config, case.workload, case.concurrency)
+    ttft_s, _ = predict_case(model, case)
+    assert ttft_s > steady.ttft_s
+    with pytest.raises(UnpredictableConfig, match="at least one request"):
+        model.predict_at_concurrency(
+            case.arch, case.gpu, case.config, case.workload, case.concurrency, requests_per_client=0.5
+        )

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from frontier_operator.perf.calibration import Coefficients
+from frontier_operator.perf.model import PerformanceModel
+from frontier_operator.perf.silicon import parse_row
 from frontier_operator.sim.bench import (
     answer_benchmark,
     benchmark_gpu_minutes,
@@ -17,7 +20,8 @@ from frontier_operator.sim.bench import (
 )
 from frontier_operator.sim.measured import MeasuredTable, MeasuredTruth
 from frontier_operator.sim.tables import write_rows
-from perf_support import silicon_row
+from frontier_operator.sim.truth import load_truth
+from perf_support import calibration_of, silicon_row
 from sim.twin_fakes import FakeTruth, LinearTiming, unified
 
 # The result dictionary of sglang/benchmark/serving.py 0.5.23 (`benchmark`, without goodput/cache report).
@@ -131,3 +135,40 @@ def test_measured_truth_is_reproduced_at_measured_concurrencies(tmp_path: Path) 
         result = answer_benchmark(argv, truth, config)
         assert result["mean_tpot_ms"] == pytest.approx(tpot, rel=0.06)
         assert result["mean_ttft_ms"] == pytest.approx(ttft, rel=0.12)
+
+
+@pytest.mark.parametrize("requests_per_client", [10, 30])
+def test_the_closed_loop_model_follows_the_twin_through_a_runs_first_wave(requests_per_client: int) -> None:
+    """The twin's scheduler, on the model's own step times, runs InferenceX's harness: 64 clients, 8k/1k prompts
+    drawn on [0.8, 1] × nominal, 10 or 30 requests each, against DeepSeek-R1 NVFP4 on 4×B200. Its steady state
+    has no waves (its median TTFT is one prompt's prefill), but its first cycle is one: the model with the run's
+    first wave and a steady state without waves (`wave_sync` 0) matches its mean TTFT and TPOT; the steady state
+    alone misses the ten-request run's mean by more than a third."""
+    row = silicon_row(
+        backend="sglang", model_path="deepseek-ai/DeepSeek-R1", system="b200_sxm", precision="fp4", mode="agg",
+        gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", isl="8192", osl="1024", batch_size="64", tp_size="4",
+        pp_size="1", attention_dp_size="1", moe_tp_size="4", moe_ep_size="1",
+        silicon_data_source="db-dump/2026-04-27; config_id=1",
+    )  # fmt: skip
+    case = parse_row(row)
+    shipped = PerformanceModel.default().coefficients(case.gpu)
+    without_waves = Coefficients.from_dict({**shipped.as_dict(), "wave_sync": 0.0})
+    model = PerformanceModel(calibration_of(without_waves, case.gpu.arch))
+    argv = [
+        "--dataset-name", "random-ids", "--random-input-len", "8192", "--random-output-len", "1024",
+        "--random-range-ratio", "0.8", "--max-concurrency", "64", "--num-prompts", str(64 * requests_per_client),
+    ]  # fmt: skip
+    twin = run_benchmark(load_truth("model-exact", case.arch, model=model), case.config, parse_benchmark_argv(argv))
+
+    def predicted(run_length: int | None) -> tuple[float, float]:
+        p = model.predict_at_concurrency(
+            case.arch, case.gpu, case.config, case.workload, 64, requests_per_client=run_length
+        )
+        return p.ttft_s * 1e3, p.tpot_s * 1e3
+
+    ttft_ms, tpot_ms = predicted(requests_per_client)
+    assert ttft_ms == pytest.approx(twin["mean_ttft_ms"], rel=0.25)
+    assert tpot_ms == pytest.approx(twin["mean_tpot_ms"], rel=0.05)
+    assert twin["median_ttft_ms"] < 1.3e3 * model.unloaded_ttft(case.arch, case.gpu, case.config, case.workload)
+    if requests_per_client == 10:
+        assert predicted(None)[0] < twin["mean_ttft_ms"] / 1.5

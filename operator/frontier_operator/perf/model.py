@@ -375,8 +375,12 @@ class PerformanceModel:
         concurrency: float,
         *,
         recv_interval: int = 1,
+        requests_per_client: float | None = None,
     ) -> ConcurrencyPrediction:
         """Closed loop: `concurrency` clients over the whole fleet (the silicon benchmarks' `batch_size`).
+
+        `requests_per_client`: the run's length (its requests ÷ `concurrency`) when its mean is to include the
+        wave every client sends at the start (`queueing` module docstring); None for the steady state alone.
 
         `recv_interval`: the aggregated servers' `--scheduler-recv-interval`, which some published benchmarks
         launched with (`silicon.scheduler_recv_interval_of`); the operator never sets it. A P/D prefill worker
@@ -384,9 +388,12 @@ class PerformanceModel:
         is not modelled."""
         if concurrency <= 0:
             raise UnpredictableConfig("concurrency must be positive")
+        if requests_per_client is not None and requests_per_client < 1:
+            raise UnpredictableConfig("a run sends every client at least one request")
         plan = self._plan(arch, gpu, config, workload)
         coefficients = plan.decode.hardware.coefficients
         sync = wave_synchronisation(coefficients.wave_sync, workload.output_tokens.cv)
+        first_wave_share = 0.0 if requests_per_client is None else 1.0 / requests_per_client
         if plan.prefill is None:
             replicas = plan.decode.replicas
             result = closed_loop_aggregated(
@@ -399,6 +406,7 @@ class PerformanceModel:
                 arrival_cv=workload.arrival_cv,
                 service_cv=plan.service_cv,
                 recv_interval=recv_interval,
+                first_wave_share=first_wave_share,
             )
             rate = result.rate_per_s * replicas
         else:
@@ -413,6 +421,7 @@ class PerformanceModel:
                 wave_breakup=coefficients.wave_breakup,
                 arrival_cv=workload.arrival_cv,
                 service_cv=plan.service_cv,
+                first_wave_share=first_wave_share,
             )
             rate = result.rate_per_s
         return ConcurrencyPrediction(

@@ -44,6 +44,10 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   recipes there pass ``--kv-cache-dtype fp8_e4m3``), BF16 otherwise.
 * **Lengths.** InferenceX rows (``db-dump`` or dated ``source_file``) used ``--random-range-ratio 0.8``: lengths
   uniform on [0.8, 1]·nominal, mean 0.9·nominal; AIConfigurator's own rows use fixed lengths.
+* **Run length.** InferenceX's runs send ten requests per client (``--num-prompts $((CONC * 10))`` in its
+  single-node scripts, SemiAnalysisAI/InferenceX @843c6254f; srt-slurm's sa-bench ``NUM_PROMPTS_MULT``
+  defaults to 10 for the P/D runs), so a tenth of what a row reports is the wave every client sends at the
+  start (`queueing`). AIConfigurator's rows do not say; with fixed lengths every cycle is a wave anyway.
 * **Server settings.** A row or a deployment line may state a role's server flags in the optional columns
   ``SERVER_COLUMNS`` (``decode_max_running_requests``, ``prefill_chunked_prefill_size``,
   ``decode_mem_fraction_static`` …; a chunk of -1 or 0 disables chunking, as in SGLang): the supplement and the
@@ -145,8 +149,10 @@ SERVER_COLUMNS = tuple(f"{role}_{flag}" for role in ("prefill", "decode") for fl
 DEPLOYMENT_SUPPLEMENT_PATH = Path(__file__).resolve().parents[1] / "catalog" / "data" / "silicon_deployments.csv"
 DEPLOYMENT_ALTERNATIVES_PATH = DEPLOYMENT_SUPPLEMENT_PATH.with_name("silicon_deployment_alternatives.csv")
 
-# InferenceX's client draws lengths uniformly on [0.8, 1] x nominal (--random-range-ratio 0.8).
+# InferenceX's client draws lengths uniformly on [0.8, 1] x nominal (--random-range-ratio 0.8), and sends ten
+# requests per client (module docstring).
 RANGE_RATIO = 0.8
+REQUESTS_PER_CLIENT = 10
 # GPUs whose InferenceX DeepSeek recipes set --scheduler-recv-interval (module docstring), and its values.
 RECV_INTERVAL_SYSTEMS = ("b200_sxm", "b300_sxm")
 RECV_INTERVAL_FROM_16_CLIENTS = 30
@@ -177,6 +183,8 @@ class SiliconCase:
     alternatives: tuple[ServingConfig, ...] = ()
     # The aggregated server's --scheduler-recv-interval, where the benchmark's recipe set one.
     scheduler_recv_interval: int = 1
+    # The run's requests per client, where its harness is known (module docstring).
+    requests_per_client: int | None = None
 
 
 def read_rows(path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS) -> list[dict[str, str]]:
@@ -505,7 +513,8 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
     else:
         raise UnpredictableConfig(f"mode {mode!r} is neither agg nor disagg")
     scale, cv = (1.0, 0.0)
-    if _is_inferencex(row):
+    inferencex = _is_inferencex(row)
+    if inferencex:
         # Uniform on [r, 1]: mean (1 + r)/2, standard deviation (1 − r)/√12.
         scale = (1 + RANGE_RATIO) / 2
         cv = (1 - RANGE_RATIO) / math.sqrt(12) / scale
@@ -529,6 +538,7 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         measured_tpot_ms=_float(row, "silicon_tpot_ms"),
         fully_specified=specified,
         scheduler_recv_interval=scheduler_recv_interval_of(row, arch, roles, concurrency),
+        requests_per_client=REQUESTS_PER_CLIENT if inferencex else None,
     )
 
 
@@ -559,6 +569,7 @@ def predict_row(
         case.workload,
         case.concurrency,
         recv_interval=case.scheduler_recv_interval,
+        requests_per_client=case.requests_per_client,
     )
 
 
