@@ -89,7 +89,9 @@ class LinearTiming:
     def decode_step_s(self, batch: int, mean_context: float, load: float) -> float:
         return self.step_base_s + self.step_per_request_s * batch
 
-    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1) -> float:
+    def prefill_s(
+        self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1, sequences: int = 1
+    ) -> float:
         # Ranks prefill side by side: a forward takes as long as one rank's share.
         return self.prefill_fixed_s + self.prefill_per_token_s * new_tokens
 

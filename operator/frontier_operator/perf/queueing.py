@@ -364,8 +364,8 @@ def _wave_weight(first_wave_share: float, steady_sync: float) -> float:
 
     The twin (`sim`, a discrete-event SGLang scheduler on the model's own step times) shows why the first cycle
     is kept apart: DeepSeek-R1 NVFP4 on 4×B200 at 128 clients, 8k/1k prompts drawn on [0.8, 1] × nominal, has a
-    median TTFT of 0.34 s, one prompt's prefill, at 10 and at 30 requests per client, but a mean of 1.84 s and
-    0.86 s: the first wave (10.8 s on average) is a tenth or a thirtieth of it."""
+    median TTFT of 0.34 s, one prompt's prefill, at 10 and at 30 requests per client, but a mean of 1.31 s and
+    0.68 s: the first wave (10.7 s on average) is a tenth or a thirtieth of it."""
     share = min(max(first_wave_share, 0.0), 1.0)
     return share + (1.0 - share) * steady_sync
 

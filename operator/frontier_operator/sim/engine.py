@@ -268,20 +268,27 @@ class Engine:
         per_rank = max(1, self.timing.chunk_tokens // ranks)
         chunk: list[tuple[SimRequest, int]] = []
         rank_tokens = [0]
+        rank_sequences = [0]
         weighted_prefix = 0.0
         for request in self.prefilling:
             if rank_tokens[-1] >= per_rank:
                 if len(rank_tokens) == ranks:
                     break
                 rank_tokens.append(0)
+                rank_sequences.append(0)
             take = min(request.prefill_left, per_rank - rank_tokens[-1])
             chunk.append((request, take))
             rank_tokens[-1] += take
+            rank_sequences[-1] += 1
             weighted_prefix += take * request.prefix_done
         tokens = sum(rank_tokens)
         prefix = weighted_prefix / tokens if tokens else 0.0
-        # The ranks meet in every MoE layer: the forward lasts as long as the busiest rank's share.
-        seconds = self.timing.prefill_s(max(rank_tokens), prefix, self.load(self), len(rank_tokens))
+        # The ranks meet in every MoE layer: the forward lasts as long as the busiest rank's share, whose prompts
+        # each attend to their own tokens.
+        busiest = max(range(len(rank_tokens)), key=rank_tokens.__getitem__)
+        seconds = self.timing.prefill_s(
+            rank_tokens[busiest], prefix, self.load(self), len(rank_tokens), rank_sequences[busiest]
+        )
         duration = seconds * _lognormal(self.rng, self.timing.noise_cv)
         self._chunk = chunk
         self._phase = Phase.PREFILL

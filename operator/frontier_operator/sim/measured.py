@@ -431,7 +431,9 @@ class TableTiming:
     def decode_step_s(self, batch: int, mean_context: float, load: float) -> float:
         return self.curve.at(max(load, 1.0))[1]
 
-    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1) -> float:
+    def prefill_s(
+        self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1, sequences: int = 1
+    ) -> float:
         ttft = self.curve.at(max(load, 1.0))[0]
         low, high = _PROMPT_SCALE_BOUNDS
         scale = min(max(new_tokens / max(self.curve.mean_input, 1.0), low), high)

@@ -99,9 +99,12 @@ class ReplicaTiming(Protocol):
         `load` is the number of requests in flight on the replica (used by load-indexed truths)."""
         ...
 
-    def prefill_s(self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1) -> float:
+    def prefill_s(
+        self, new_tokens: float, prefix_tokens: float, load: float, ranks: int = 1, sequences: int = 1
+    ) -> float:
         """SHARED_GPU: seconds of one prefill iteration computing `new_tokens` after `prefix_tokens` of context
-        on each of `ranks` attention-DP ranks at once.
+        on each of `ranks` attention-DP ranks at once, in `sequences` prompts (or pieces of prompts) per rank:
+        each attends to its own tokens only.
         LOAD_INDEXED: the time from admission to first token of one request with `new_tokens` to compute."""
         ...
 
