@@ -137,6 +137,10 @@ def test_prefill_matches_the_model_closely(model: PerformanceModel) -> None:
     for new, prefix in ((100, 0), (1500, 0), (4096, 3000), (8000, 20000)):
         expected = model.prefill_time(ARCH, gpu, WORKER, new + prefix, cached_tokens=prefix)
         assert timing.prefill_s(new, prefix, 0) == pytest.approx(expected, rel=0.01)
+    # Two 4k prompts in one forward attend to 4k tokens each: the model's forward of two, cheaper than one 8k prompt.
+    pair = timing.prefill_s(8000, 0, 0, sequences=2)
+    assert pair == pytest.approx(model.prefill_forward_time(ARCH, gpu, WORKER, sequences=2, new_tokens=4000), rel=0.01)
+    assert pair < timing.prefill_s(8000, 0, 0)
 
 
 def test_an_attention_dp_prefill_replica_serves_what_its_ranks_can(model: PerformanceModel) -> None:

@@ -53,6 +53,7 @@ from frontier_operator.perf.steps import (
     floor_seconds,
     iteration_overhead_seconds,
     prefill_cost,
+    prefill_forward_seconds,
 )
 from frontier_operator.perf.types import (
     MemoryFit,
@@ -234,6 +235,22 @@ class PerformanceModel:
         hw = self.hardware(arch, gpu, worker)
         new_tokens = input_tokens - cached_tokens
         return prefill_cost(hw, new_tokens, cached_tokens, _chunk(worker, new_tokens), requests).latency_s
+
+    def prefill_forward_time(
+        self,
+        arch: ModelArch,
+        gpu: GpuSpec,
+        worker: WorkerConfig,
+        *,
+        sequences: float,
+        new_tokens: float,
+        prefix_tokens: float = 0.0,
+        ranks: int = 1,
+    ) -> float:
+        """Seconds of one prefill forward: `sequences` prompts (or pieces of prompts) of `new_tokens` each, after
+        `prefix_tokens` of context, on each of `ranks` busy attention-DP ranks; each attends to its own tokens."""
+        hw = self.hardware(arch, gpu, worker)
+        return prefill_forward_seconds(hw, max(sequences, 1.0), max(new_tokens, 1.0), prefix_tokens, max(ranks, 1))
 
     def memory_fit(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED

@@ -279,12 +279,11 @@ class ModelTiming:
         key = (new, prefix, ranks, sequences)
         seconds = self._prefill_memo.get(key)
         if seconds is None:
-            new = max(1.0, new)
-            # `sequences` prompts of `new` tokens on each rank: the model's forward of that many waiting requests,
-            # each attending to its own tokens (one 16k-token sequence would cost two 8k prompts twice the
-            # attention: DeepSeek-R1 NVFP4 on 4×B200 took 0.47 s for a 16k forward the model prices at 0.33 s).
-            seconds = self.model.prefill_time(
-                self.arch, self.gpu, self.worker, new + prefix, cached_tokens=prefix, requests=ranks * sequences
+            # One forward of `sequences` prompts of `new` tokens on each busy rank, each attending to its own tokens
+            # (priced as one sequence of their total, two 8k prompts of DeepSeek-R1 NVFP4 on 4×B200 took 0.47 s
+            # where the model's forward takes 0.33 s). The engine never gives a rank more than a chunk.
+            seconds = self.model.prefill_forward_time(
+                self.arch, self.gpu, self.worker, sequences=sequences, new_tokens=new, prefix_tokens=prefix, ranks=ranks
             )
             self._prefill_memo[key] = seconds
         return seconds
