@@ -59,6 +59,7 @@ from frontier_operator.perf.silicon import (
     alternatives_of,
     complete_deployments,
     describe_deployment,
+    flag_runs_slower_than_weaker_gpus,
     parse_row,
     predict_case,
     read_deployment_alternatives,
@@ -104,7 +105,8 @@ class Outcome:
 def load(path: Path) -> list[Row]:
     out = []
     published = read_deployment_alternatives()
-    for index, raw in enumerate(complete_deployments(read_rows(path), read_deployment_supplement())):
+    rows = flag_runs_slower_than_weaker_gpus(complete_deployments(read_rows(path), read_deployment_supplement()))
+    for index, raw in enumerate(rows):
         if (raw.get("backend") or "").strip().lower() != BACKEND:
             continue
         model = (raw.get("model_path") or "").strip()
@@ -506,6 +508,7 @@ def _row_record(outcome: Outcome) -> dict[str, object]:
         "gpu": outcome.row.gpu,
         "mode": outcome.row.mode,
         "fully_specified": case.fully_specified if case is not None else None,
+        "not_fitted": case.not_fitted if case is not None else None,
         "deployment": outcome.row.deployment or None,
         "ttft_ape": _rounded(outcome.ttft_ape),
         "tpot_ape": _rounded(outcome.tpot_ape),

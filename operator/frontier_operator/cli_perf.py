@@ -35,6 +35,7 @@ from frontier_operator.perf.silicon import (
     alternatives_of,
     complete_deployments,
     describe_deployment,
+    flag_runs_slower_than_weaker_gpus,
     parse_row,
     predict_case,
     read_deployment_alternatives,
@@ -69,8 +70,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     rows = _read(data)
     if isinstance(rows, str):
         return _fail(rows)
-    rows = complete_deployments(rows, read_deployment_supplement())
-    # A row with published alternatives is never fitted (`parse_row`: which one ran is not known, or it ran MTP).
+    rows = flag_runs_slower_than_weaker_gpus(complete_deployments(rows, read_deployment_supplement()))
+    # A row with published alternatives is never fitted (`parse_row`: which one ran is not known, or it ran MTP),
+    # nor one slower than its recipe on a weaker GPU (`flag_runs_slower_than_weaker_gpus`).
     published = read_deployment_alternatives()
     backend = args.backend.lower()
     cases = []

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.perf.errors import UnpredictableConfig
+from frontier_operator.perf.fitting import fittable
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_COLUMNS,
@@ -14,6 +16,8 @@ from frontier_operator.perf.silicon import (
     complete_deployments,
     concurrency_of,
     describe_deployment,
+    flag_runs_slower_than_weaker_gpus,
+    outclasses,
     parse_row,
     predict_case,
     predict_row,
@@ -418,3 +422,56 @@ def test_inferencex_runs_send_ten_requests_per_client_and_include_their_first_wa
         model.predict_at_concurrency(
             case.arch, case.gpu, case.config, case.workload, case.concurrency, requests_per_client=0.5
         )
+
+
+@pytest.mark.parametrize(
+    ("gpu", "other", "expected"),
+    [
+        ("b300_sxm", "b200_sxm", True),  # as fast or faster in every term
+        ("b200_sxm", "b300_sxm", False),  # B300's FP4 peak, memory and NICs are higher
+        ("h200_sxm", "h100_sxm", True),
+        ("b200_sxm", "gb200", False),  # GB200 runs at higher clocks
+        ("gb300", "b300_sxm", True),
+        ("h100_sxm", "h100_sxm", False),  # a GPU does not outclass itself
+    ],
+)
+def test_a_gpu_outclasses_another_only_when_it_matches_or_beats_it_in_every_term(
+    gpu: str, other: str, expected: bool
+) -> None:
+    first, second = find_gpu(gpu), find_gpu(other)
+    assert first is not None and second is not None
+    assert outclasses(first, second) is expected
+
+
+def _timed(row: dict[str, str], ttft: str, tpot: str) -> dict[str, str]:
+    return {
+        **row,
+        "id": f"{row['system']}_c{row['batch_size']}_{ttft}",
+        "silicon_ttft_ms": ttft,
+        "silicon_tpot_ms": tpot,
+    }
+
+
+def test_a_run_slower_than_its_recipe_on_a_weaker_gpu_is_predicted_but_not_fitted() -> None:
+    """B300's first InferenceX runs reused B200's recipes and ran 8k prompts up to five times slower: no B300
+    term can make that, so the fit must not learn it. Rows that merely trade one latency for the other, or are
+    within 25 %, are fitted."""
+    weaker = _timed(_inferencex_agg("b200_sxm", "fp4", "4", "16"), "650", "15")
+    slow = _timed(_inferencex_agg("b300_sxm", "fp4", "4", "16"), "2900", "31")
+    traded = _timed(_inferencex_agg("b300_sxm", "fp4", "4", "16"), "900", "12")  # a later first token, faster after
+    close = _timed(_inferencex_agg("b300_sxm", "fp4", "4", "16"), "780", "16")  # 1.2x and 1.07x
+    other_clients = _timed(_inferencex_agg("b300_sxm", "fp4", "4", "32"), "2900", "31")  # another recipe point
+    flagged = flag_runs_slower_than_weaker_gpus([weaker, slow, traded, close, other_clients])
+    reasons = [row.get("not_fitted", "") for row in flagged]
+    assert reasons[0] == reasons[2] == reasons[3] == reasons[4] == ""
+    assert "TTFT 4.46x, TPOT 2.07x the slowest of 1 run(s) of the same recipe on B200" in reasons[1]
+    cases = [parse_row(row) for row in flagged]
+    assert cases[1].not_fitted == reasons[1] and cases[1].fully_specified
+    assert [c.row_id for c in fittable(cases)] == [
+        "b200_sxm_c16_650",
+        "b300_sxm_c16_900",
+        "b300_sxm_c16_780",
+        "b300_sxm_c32_2900",
+    ]
+    # The weaker GPU's run is never the one flagged, however the two compare.
+    assert "not_fitted" not in flag_runs_slower_than_weaker_gpus([_timed(weaker, "6500", "150"), slow])[0]

@@ -511,7 +511,9 @@ def fittable(cases: Sequence[SiliconCase]) -> list[SiliconCase]:
     prior_model = PerformanceModel(Calibration.uncalibrated())
     out = []
     for case in cases:
-        if not case.fully_specified or case.measured_ttft_ms is None or case.measured_tpot_ms is None:
+        if not case.fully_specified or case.not_fitted:
+            continue
+        if case.measured_ttft_ms is None or case.measured_tpot_ms is None:
             continue
         residual = case_residual(prior_model, case)
         if residual is not None and residual.ttft is not None and residual.tpot is not None:

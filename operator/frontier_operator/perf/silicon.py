@@ -37,6 +37,14 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   at 32 ms from 128 to 4,096 clients while TTFT grows to 150 s, which no aggregated worker does. The supplement
   holds the deployment of each such row (recovered by the same script from the launch script at the row's
   date), and the row is read as it.
+* **Runs slower than a weaker GPU.** A run slower in both TTFT and TPOT than every run of its recipe (model
+  architecture, harness, formats, lengths, deployment, server flags, concurrency) on a GPU it matches or beats in
+  every term the model prices, by more than a quarter in one of them, measured something its GPU's terms cannot
+  make: it is predicted and reported, not fitted (``not_fitted`` says why; a CSV may set that column itself). In
+  the shipped file these are 19 of InferenceX's first B300 runs (April 2026, SGLang 0.5.10.post1), launched with
+  the B200 recipes unchanged (InferenceX #1049, #1050): under the same recipe and concurrency, 14 runs of 8k
+  prompts took 3.6–21× B200's TTFT and 1.2–3.6× its TPOT, five of 1k prompts at 16–128 clients 1.3–2.1× and
+  1.01–1.4×. The other 12 B300 runs (1k prompts, mostly at 4–32 clients) match B200's and are fitted.
 * **Concurrency.** ``batch_size``; else the ``silicon_concurrency=`` of ``silicon_data_source``; else decode
   batch × decode workers × decode attention-DP.
 * **Formats.** ``moe_quant_mode``/``gemm_quant_mode``/``precision`` name the weight format (an empty one means
@@ -161,6 +169,10 @@ RECIPE_MEM_FRACTION = 0.90
 TIGHT_MEM_FRACTION = 0.95
 TIGHT_WEIGHT_SHARE = 0.85
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
+# A run more than this many times slower than every run of its recipe on a GPU it outclasses is not fitted
+# (module docstring, "Runs slower than a weaker GPU"); the column that says so, and why.
+SLOWER_THAN_WEAKER_GPU = 1.25
+NOT_FITTED_COLUMN = "not_fitted"
 
 
 @dataclass(frozen=True)
@@ -185,6 +197,8 @@ class SiliconCase:
     scheduler_recv_interval: int = 1
     # The run's requests per client, where its harness is known (module docstring).
     requests_per_client: int | None = None
+    # Why the row is predicted but not fitted, though fully specified (its ``not_fitted`` column).
+    not_fitted: str | None = None
 
 
 def read_rows(path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS) -> list[dict[str, str]]:
@@ -312,6 +326,88 @@ def complete_deployments(
             continue
         out.append(_deployed(row, recorded, source))
     return out
+
+
+def flag_runs_slower_than_weaker_gpus(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows, each one slower in both TTFT and TPOT than every run of its recipe (`_recipe_key`) on a GPU it
+    outclasses (`outclasses`), in one of them by more than `SLOWER_THAN_WEAKER_GPU` times, carrying
+    ``not_fitted`` with the comparison (module docstring, "Runs slower than a weaker GPU")."""
+    runs: dict[tuple[str, ...], list[tuple[GpuSpec, float, float]]] = {}
+    keyed: list[tuple[tuple[str, ...], GpuSpec, float, float] | None] = []
+    for row in rows:
+        key, gpu = _recipe_key(row), find_gpu((row.get("system") or "").strip())
+        try:
+            ttft, tpot = _float(row, "silicon_ttft_ms"), _float(row, "silicon_tpot_ms")
+        except UnpredictableConfig:
+            ttft = tpot = None
+        if key is None or gpu is None or not ttft or not tpot:
+            keyed.append(None)
+            continue
+        keyed.append((key, gpu, ttft, tpot))
+        runs.setdefault(key, []).append((gpu, ttft, tpot))
+    out = []
+    for row, entry in zip(rows, keyed, strict=True):
+        if entry is None or (row.get(NOT_FITTED_COLUMN) or "").strip():
+            out.append(row)
+            continue
+        key, gpu, ttft, tpot = entry
+        weaker = [run for run in runs[key] if outclasses(gpu, run[0])]
+        if not weaker:
+            out.append(row)
+            continue
+        slowest_ttft, slowest_tpot = max(run[1] for run in weaker), max(run[2] for run in weaker)
+        # Slower in both: a run that trades one for the other (MTP: a later first token, faster tokens after
+        # it) is a different run, not a slow one.
+        slower = ttft > slowest_ttft and tpot > slowest_tpot
+        if not slower or max(ttft / slowest_ttft, tpot / slowest_tpot) <= SLOWER_THAN_WEAKER_GPU:
+            out.append(row)
+            continue
+        names = sorted({run[0].name for run in weaker})
+        reason = (
+            f"TTFT {ttft / slowest_ttft:.2f}x, TPOT {tpot / slowest_tpot:.2f}x the slowest of {len(weaker)} run(s) "
+            f"of the same recipe on {', '.join(names)}, which {gpu.name} matches or beats in every term"
+        )
+        out.append({**row, NOT_FITTED_COLUMN: reason})
+    return out
+
+
+def outclasses(gpu: GpuSpec, other: GpuSpec) -> bool:
+    """Whether `gpu` (another GPU) matches or beats `other` in every term the model prices: memory, HBM bandwidth,
+    each dense tensor-core peak, scale-up and scale-out bandwidth."""
+    if gpu.name == other.name or any((gpu.tflops(f) or 0.0) < peak for f, peak in other.dense_tflops):
+        return False
+    return (
+        gpu.memory_gb >= other.memory_gb
+        and gpu.hbm_bandwidth_tbs >= other.hbm_bandwidth_tbs
+        and gpu.scale_up_bandwidth_gbs >= other.scale_up_bandwidth_gbs
+        and gpu.scale_out_bandwidth_gbs >= other.scale_out_bandwidth_gbs
+    )
+
+
+def _recipe_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
+    """What makes two runs the same recipe whatever the GPU: model architecture, backend, harness, formats,
+    lengths, deployment, server flags and concurrency."""
+    fields = (
+        "backend",
+        "precision",
+        "gemm_quant_mode",
+        "moe_quant_mode",
+        "mode",
+        "isl",
+        "osl",
+        "tp_size",
+        "pp_size",
+        "attention_dp_size",
+        "moe_tp_size",
+        "moe_ep_size",
+        *DEPLOYMENT_COLUMNS,
+        *SERVER_COLUMNS,
+    )
+    try:
+        shared = (str(concurrency_of(row)), architecture_of(row), str(_is_inferencex(row)))
+    except UnpredictableConfig:
+        return None
+    return (*((row.get(f) or "").strip().lower() for f in fields), *shared)
 
 
 def _deployed(row: dict[str, str], recorded: Mapping[str, str], source: str) -> dict[str, str]:
@@ -539,6 +635,7 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         fully_specified=specified,
         scheduler_recv_interval=scheduler_recv_interval_of(row, arch, roles, concurrency),
         requests_per_client=REQUESTS_PER_CLIENT if inferencex else None,
+        not_fitted=(row.get(NOT_FITTED_COLUMN) or "").strip() or None,
     )
 
 
