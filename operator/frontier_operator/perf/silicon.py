@@ -332,43 +332,51 @@ def flag_runs_slower_than_weaker_gpus(rows: list[dict[str, str]]) -> list[dict[s
     """The rows, each one slower in both TTFT and TPOT than every run of its recipe (`_recipe_key`) on a GPU it
     outclasses (`outclasses`), in one of them by more than `SLOWER_THAN_WEAKER_GPU` times, carrying
     ``not_fitted`` with the comparison (module docstring, "Runs slower than a weaker GPU")."""
-    runs: dict[tuple[str, ...], list[tuple[GpuSpec, float, float]]] = {}
-    keyed: list[tuple[tuple[str, ...], GpuSpec, float, float] | None] = []
-    for row in rows:
-        key, gpu = _recipe_key(row), find_gpu((row.get("system") or "").strip())
-        try:
-            ttft, tpot = _float(row, "silicon_ttft_ms"), _float(row, "silicon_tpot_ms")
-        except UnpredictableConfig:
-            ttft = tpot = None
-        if key is None or gpu is None or not ttft or not tpot:
-            keyed.append(None)
-            continue
-        keyed.append((key, gpu, ttft, tpot))
-        runs.setdefault(key, []).append((gpu, ttft, tpot))
+    runs = [_timed_run(row) for row in rows]
+    by_recipe: dict[tuple[str, ...], list[tuple[GpuSpec, float, float]]] = {}
+    for run in runs:
+        if run is not None:
+            by_recipe.setdefault(run[0], []).append(run[1:])
     out = []
-    for row, entry in zip(rows, keyed, strict=True):
-        if entry is None or (row.get(NOT_FITTED_COLUMN) or "").strip():
-            out.append(row)
-            continue
-        key, gpu, ttft, tpot = entry
-        weaker = [run for run in runs[key] if outclasses(gpu, run[0])]
-        if not weaker:
-            out.append(row)
-            continue
-        slowest_ttft, slowest_tpot = max(run[1] for run in weaker), max(run[2] for run in weaker)
-        # Slower in both: a run that trades one for the other (MTP: a later first token, faster tokens after
-        # it) is a different run, not a slow one.
-        slower = ttft > slowest_ttft and tpot > slowest_tpot
-        if not slower or max(ttft / slowest_ttft, tpot / slowest_tpot) <= SLOWER_THAN_WEAKER_GPU:
-            out.append(row)
-            continue
-        names = sorted({run[0].name for run in weaker})
-        reason = (
-            f"TTFT {ttft / slowest_ttft:.2f}x, TPOT {tpot / slowest_tpot:.2f}x the slowest of {len(weaker)} run(s) "
-            f"of the same recipe on {', '.join(names)}, which {gpu.name} matches or beats in every term"
-        )
-        out.append({**row, NOT_FITTED_COLUMN: reason})
+    for row, run in zip(rows, runs, strict=True):
+        reason = None
+        if run is not None and not (row.get(NOT_FITTED_COLUMN) or "").strip():
+            key, gpu, ttft, tpot = run
+            reason = _slower_than_weaker(gpu, ttft, tpot, [r for r in by_recipe[key] if outclasses(gpu, r[0])])
+        out.append(row if reason is None else {**row, NOT_FITTED_COLUMN: reason})
     return out
+
+
+def _timed_run(row: Mapping[str, str]) -> tuple[tuple[str, ...], GpuSpec, float, float] | None:
+    """(recipe, GPU, TTFT, TPOT) of a row that names all four, else None."""
+    key, gpu = _recipe_key(row), find_gpu((row.get("system") or "").strip())
+    try:
+        ttft, tpot = _float(row, "silicon_ttft_ms"), _float(row, "silicon_tpot_ms")
+    except UnpredictableConfig:
+        return None
+    if key is None or gpu is None or not ttft or not tpot:
+        return None
+    return key, gpu, ttft, tpot
+
+
+def _slower_than_weaker(
+    gpu: GpuSpec, ttft: float, tpot: float, weaker: list[tuple[GpuSpec, float, float]]
+) -> str | None:
+    """Why a run of `gpu` is not fitted beside the `weaker` GPUs' runs of its recipe, or None if it may be."""
+    if not weaker:
+        return None
+    slowest_ttft, slowest_tpot = max(run[1] for run in weaker), max(run[2] for run in weaker)
+    # Slower in both: a run that trades one for the other (MTP: a later first token, faster tokens after it) is
+    # a different run, not a slow one.
+    if ttft <= slowest_ttft or tpot <= slowest_tpot:
+        return None
+    if max(ttft / slowest_ttft, tpot / slowest_tpot) <= SLOWER_THAN_WEAKER_GPU:
+        return None
+    names = ", ".join(sorted({run[0].name for run in weaker}))
+    return (
+        f"TTFT {ttft / slowest_ttft:.2f}x, TPOT {tpot / slowest_tpot:.2f}x the slowest of {len(weaker)} run(s) "
+        f"of the same recipe on {names}, which {gpu.name} matches or beats in every term"
+    )
 
 
 def outclasses(gpu: GpuSpec, other: GpuSpec) -> bool:
@@ -384,30 +392,33 @@ def outclasses(gpu: GpuSpec, other: GpuSpec) -> bool:
     )
 
 
+# The columns that make two runs the same recipe whatever the GPU (`_recipe_key`).
+_RECIPE_COLUMNS = (
+    "backend",
+    "precision",
+    "gemm_quant_mode",
+    "moe_quant_mode",
+    "mode",
+    "isl",
+    "osl",
+    "tp_size",
+    "pp_size",
+    "attention_dp_size",
+    "moe_tp_size",
+    "moe_ep_size",
+    *DEPLOYMENT_COLUMNS,
+    *SERVER_COLUMNS,
+)
+
+
 def _recipe_key(row: Mapping[str, str]) -> tuple[str, ...] | None:
     """What makes two runs the same recipe whatever the GPU: model architecture, backend, harness, formats,
     lengths, deployment, server flags and concurrency."""
-    fields = (
-        "backend",
-        "precision",
-        "gemm_quant_mode",
-        "moe_quant_mode",
-        "mode",
-        "isl",
-        "osl",
-        "tp_size",
-        "pp_size",
-        "attention_dp_size",
-        "moe_tp_size",
-        "moe_ep_size",
-        *DEPLOYMENT_COLUMNS,
-        *SERVER_COLUMNS,
-    )
     try:
         shared = (str(concurrency_of(row)), architecture_of(row), str(_is_inferencex(row)))
     except UnpredictableConfig:
         return None
-    return (*((row.get(f) or "").strip().lower() for f in fields), *shared)
+    return (*((row.get(f) or "").strip().lower() for f in _RECIPE_COLUMNS), *shared)
 
 
 def _deployed(row: dict[str, str], recorded: Mapping[str, str], source: str) -> dict[str, str]:
