@@ -509,6 +509,7 @@ def _row_record(outcome: Outcome) -> dict[str, object]:
         "mode": outcome.row.mode,
         "fully_specified": case.fully_specified if case is not None else None,
         "not_fitted": case.not_fitted if case is not None else None,
+        "ttft_not_fitted": case.ttft_not_fitted if case is not None else None,
         "deployment": outcome.row.deployment or None,
         "ttft_ape": _rounded(outcome.ttft_ape),
         "tpot_ape": _rounded(outcome.tpot_ape),

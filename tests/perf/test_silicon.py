@@ -8,7 +8,7 @@ import pytest
 
 from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.perf.errors import UnpredictableConfig
-from frontier_operator.perf.fitting import fittable
+from frontier_operator.perf.fitting import case_residual, fittable
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_COLUMNS,
@@ -87,6 +87,41 @@ def test_attention_dp_ranks_count_as_gpus_and_wide_ep_uses_deepep() -> None:
     assert (decode.replicas, decode.worker.tp, decode.worker.attention_dp) == (1, 32, 32)
     assert decode.worker.moe_a2a_backend is MoeA2ABackend.DEEPEP
     assert case.concurrency == 512 and case.fully_specified
+
+
+def _gb200_pd_as_filed(system: str = "gb200", source: str = "db-dump/2026-04-27; config_id=236") -> dict[str, str]:
+    """A GB200 P/D row as InferenceX's dump files its DEP8 prefill and DEP32 decode roles: MoE TP, no EP."""
+    return _row(
+        model_path="deepseek-ai/DeepSeek-R1",
+        system=system,
+        precision="fp8",
+        mode="disagg",
+        moe_quant_mode="fp8_block",
+        prefill_num_workers="2",
+        prefill_tp_size="1",
+        prefill_attention_dp_size="8",
+        prefill_moe_tp_size="8",
+        prefill_moe_ep_size="1",
+        decode_num_workers="1",
+        decode_tp_size="1",
+        decode_attention_dp_size="32",
+        decode_moe_tp_size="32",
+        decode_moe_ep_size="1",
+        silicon_data_source=f"{source}; silicon_concurrency=4096",
+    )
+
+
+def test_gb200_expert_parallelism_filed_as_moe_tp_is_read_as_the_deepep_it_ran() -> None:
+    case = parse_row(_gb200_pd_as_filed())
+    prefill, decode = case.config.role(Role.PREFILL), case.config.role(Role.DECODE)
+    assert prefill is not None and decode is not None
+    assert (prefill.worker.tp, prefill.worker.attention_dp, prefill.worker.ep) == (8, 8, 8)
+    assert (decode.worker.tp, decode.worker.attention_dp, decode.worker.ep) == (32, 32, 32)
+    assert decode.worker.moe_a2a_backend is MoeA2ABackend.DEEPEP
+    # Only InferenceX's GB200 P/D rows: the same encoding elsewhere keeps its MoE TP.
+    for other in (_gb200_pd_as_filed(system="b200_sxm"), _gb200_pd_as_filed(source="aic-run")):
+        kept = parse_row(other).config.role(Role.PREFILL)
+        assert kept is not None and kept.worker.ep == 1 and kept.worker.moe_a2a_backend is MoeA2ABackend.NONE
 
 
 def test_missing_worker_counts_default_to_one_and_mark_the_row() -> None:
@@ -475,3 +510,27 @@ def test_a_run_slower_than_its_recipe_on_a_weaker_gpu_is_predicted_but_not_fitte
     ]
     # The weaker GPU's run is never the one flagged, however the two compare.
     assert "not_fitted" not in flag_runs_slower_than_weaker_gpus([_timed(weaker, "6500", "150"), slow])[0]
+
+
+def test_an_inferencex_run_before_its_harness_warmed_up_the_server_is_fitted_on_tpot_only() -> None:
+    """Before 2026-01-21 InferenceX's harness sent no warm-up requests: a run's first requests met a cold
+    server, which its mean TTFT carries and no model term prices. Its TPOT is fitted; its TTFT is not."""
+    cold = _timed(
+        _inferencex_agg("b200_sxm", "fp4", "4", "4", "db-dump/2026-04-27; measured=2025-11-10T00:00:00Z"),
+        "5504",
+        "13.6",
+    )
+    warm = _timed(
+        _inferencex_agg("b200_sxm", "fp4", "4", "4", "db-dump/2026-04-27; measured=2026-03-25T00:00:00Z"), "317", "9.2"
+    )
+    undated = _timed(_inferencex_agg("b200_sxm", "fp4", "4", "4"), "317", "9.2")
+    cold_case, warm_case, undated_case = (parse_row(row) for row in (cold, warm, undated))
+    assert cold_case.ttft_not_fitted is not None and "2025-11-10" in cold_case.ttft_not_fitted
+    assert warm_case.ttft_not_fitted is None and undated_case.ttft_not_fitted is None
+    # P/D runs come from another harness, and a source other than InferenceX's from another benchmark.
+    pd = _gb200_pd_as_filed(source="db-dump/2026-04-27; config_id=236; measured=2025-12-21T00:00:00Z")
+    aic = {**cold, "silicon_data_source": "aic-run; measured=2025-11-10T00:00:00Z"}
+    assert parse_row(pd).ttft_not_fitted is None and parse_row(aic).ttft_not_fitted is None
+    residual = case_residual(PerformanceModel.default(), cold_case)
+    assert residual is not None and residual.ttft is None and residual.tpot is not None
+    assert fittable([cold_case, warm_case]) == [cold_case, warm_case]

@@ -59,7 +59,8 @@ class Residual:
 
 
 def case_residual(model: PerformanceModel, case: SiliconCase) -> Residual | None:
-    """The row's log errors, or None when the model cannot predict it."""
+    """The row's log errors on what is fitted, or None when the model cannot predict it: no TTFT error for a row
+    whose TTFT is not fitted (`SiliconCase.ttft_not_fitted`)."""
     try:
         prediction = predict_row(model, case)
     except UnpredictableConfig:
@@ -70,9 +71,8 @@ def case_residual(model: PerformanceModel, case: SiliconCase) -> Residual | None
             return None
         return math.log(predicted_s * 1e3 / measured_ms)
 
-    return Residual(
-        log_ratio(prediction.ttft_s, case.measured_ttft_ms), log_ratio(prediction.tpot_s, case.measured_tpot_ms)
-    )
+    ttft = None if case.ttft_not_fitted else log_ratio(prediction.ttft_s, case.measured_ttft_ms)
+    return Residual(ttft, log_ratio(prediction.tpot_s, case.measured_tpot_ms))
 
 
 def _bounds() -> tuple[list[float], list[float]]:
@@ -516,7 +516,7 @@ def fittable(cases: Sequence[SiliconCase]) -> list[SiliconCase]:
         if case.measured_ttft_ms is None or case.measured_tpot_ms is None:
             continue
         residual = case_residual(prior_model, case)
-        if residual is not None and residual.ttft is not None and residual.tpot is not None:
+        if residual is not None and (residual.ttft is not None or case.ttft_not_fitted) and residual.tpot is not None:
             out.append(case)
     return out
 

@@ -37,6 +37,14 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   at 32 ms from 128 to 4,096 clients while TTFT grows to 150 s, which no aggregated worker does. The supplement
   holds the deployment of each such row (recovered by the same script from the launch script at the row's
   date), and the row is read as it.
+* **Expert parallelism filed as MoE TP.** InferenceX's GB200 P/D rows of December 2025 (SGLang 0.5.5.post2; db-dump
+  configs 227, 236, 252–255 and 259, and their twins) give each role as attention-DP N with MoE TP N and no EP. Their
+  configs (``dsr1-fp8-gb200-dynamo-sglang`` and its FP4 sibling in ``nvidia-master.yaml`` @c040b5cf2) list every
+  role as ``tp: 1, ep: 1, dp-attn: true``, the FP8 one with the note that tp, ep and dp-attn "do nothing because
+  they are hardcoded" in the launch script; both name the roles DEP4 to DEP48, and the FP8 script (the Dynamo
+  fork's ``gb200-fp8.sh``) passes ``--tp-size``
+  and ``--dp-size`` equal to the role's GPUs with ``--enable-deepep-moe``: expert parallelism over the role. Such a
+  role of a GB200 InferenceX P/D row (attention-DP > 1, MoE TP = its GPUs, EP 1) is read as EP over its GPUs.
 * **Runs slower than a weaker GPU.** A run slower in both TTFT and TPOT than every run of its recipe (model
   architecture, harness, formats, lengths, deployment, server flags, concurrency) on a GPU it matches or beats in
   every term the model prices, by more than a quarter in one of them, measured something its GPU's terms cannot
@@ -45,6 +53,15 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   the B200 recipes unchanged (InferenceX #1049, #1050): under the same recipe and concurrency, 14 runs of 8k
   prompts took 3.6–21× B200's TTFT and 1.2–3.6× its TPOT, five of 1k prompts at 16–128 clients 1.3–2.1× and
   1.01–1.4×. The other 12 B300 runs (1k prompts, mostly at 4–32 clients) match B200's and are fitted.
+* **Runs without warm-up.** InferenceX's single-node harness sends two warm-up requests per client before it
+  measures since 2026-01-21 (``--num-warmups`` in ``benchmarks/benchmark_lib.sh``, SemiAnalysisAI/InferenceX
+  d053ae24e, #480); before, a run's first requests met a cold server (kernels compiled and loaded on first use).
+  An aggregated InferenceX row measured before that date has its TTFT predicted and reported but not fitted, and
+  kept out of the held-out TTFT errors that size the planner's margins (``ttft_not_fitted`` says why); its TPOT
+  is fitted. On the calibration fitted before this rule, the 103 B200 rows measured then lean −0.96 in log TTFT
+  (measured 2.6× the prediction; DeepSeek-R1 NVFP4 TP4 at 4 clients and 8k tokens: 5.5 s, where the same
+  configuration took 0.32 s in March 2026) and the 163 measured after +0.08. P/D rows come from other harnesses
+  (srt-slurm's, Dynamo's), whose warm-up is not on record: they are fitted as they are.
 * **Concurrency.** ``batch_size``; else the ``silicon_concurrency=`` of ``silicon_data_source``; else decode
   batch × decode workers × decode attention-DP.
 * **Formats.** ``moe_quant_mode``/``gemm_quant_mode``/``precision`` name the weight format (an empty one means
@@ -165,10 +182,17 @@ REQUESTS_PER_CLIENT = 10
 RECV_INTERVAL_SYSTEMS = ("b200_sxm", "b300_sxm")
 RECV_INTERVAL_FROM_16_CLIENTS = 30
 RECV_INTERVAL_BELOW_16_CLIENTS = 10
+# Systems whose InferenceX P/D roles ran DeepEP expert parallelism over every GPU of the role while the dumps
+# file them as MoE TP (module docstring).
+DEP_FILED_AS_MOE_TP_SYSTEMS = ("gb200",)
 RECIPE_MEM_FRACTION = 0.90
 TIGHT_MEM_FRACTION = 0.95
 TIGHT_WEIGHT_SHARE = 0.85
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
+_MEASURED = re.compile(r"measured=(\d{4}-\d{2}-\d{2})")
+# InferenceX's single-node harness sends warm-up requests (2 per client) before it measures since this date
+# (SemiAnalysisAI/InferenceX d053ae24e, #480); before it, a run's first requests met a cold server.
+INFERENCEX_WARMUP_SINCE = "2026-01-21"
 # A run more than this many times slower than every run of its recipe on a GPU it outclasses is not fitted
 # (module docstring, "Runs slower than a weaker GPU"); the column that says so, and why.
 SLOWER_THAN_WEAKER_GPU = 1.25
@@ -199,6 +223,8 @@ class SiliconCase:
     requests_per_client: int | None = None
     # Why the row is predicted but not fitted, though fully specified (its ``not_fitted`` column).
     not_fitted: str | None = None
+    # Why the row's TTFT is predicted but not fitted (nor counted in the margins) while its TPOT is.
+    ttft_not_fitted: str | None = None
 
 
 def read_rows(path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS) -> list[dict[str, str]]:
@@ -522,18 +548,35 @@ def _role_worker(
     tp = _int(row, f"{prefix}tp_size")
     if tp is None:
         raise UnpredictableConfig(f"column {prefix}tp_size is empty")
+    attention_dp = _int(row, f"{prefix}attention_dp_size") or 1
+    moe_tp = _int(row, f"{prefix}moe_tp_size") or 1
+    ep = _int(row, f"{prefix}moe_ep_size") or 1
+    if not aggregated and _dep_filed_as_moe_tp(row, tp=tp, attention_dp=attention_dp, moe_tp=moe_tp, ep=ep):
+        moe_tp, ep = 1, moe_tp
     worker = _worker(
         arch,
         gpu,
         tp=tp,
         pp=_int(row, f"{prefix}pp_size") or 1,
-        attention_dp=_int(row, f"{prefix}attention_dp_size") or 1,
-        moe_tp=_int(row, f"{prefix}moe_tp_size") or 1,
-        ep=_int(row, f"{prefix}moe_ep_size") or 1,
+        attention_dp=attention_dp,
+        moe_tp=moe_tp,
+        ep=ep,
         weight_format=weight_format,
         aggregated=aggregated,
     )
     return _with_stated_flags(worker, row, prefix)
+
+
+def _dep_filed_as_moe_tp(row: Mapping[str, str], *, tp: int, attention_dp: int, moe_tp: int, ep: int) -> bool:
+    """An InferenceX P/D role on a system whose launch script ran expert parallelism over the whole role, filed
+    as attention-DP with MoE TP over the role and no EP (module docstring, "Expert parallelism filed as MoE TP")."""
+    return (
+        _is_inferencex(row)
+        and (row.get("system") or "").strip().lower() in DEP_FILED_AS_MOE_TP_SYSTEMS
+        and attention_dp > 1
+        and ep == 1
+        and moe_tp == tp * attention_dp
+    )
 
 
 def _with_stated_flags(worker: WorkerConfig, row: Mapping[str, str], prefix: str) -> WorkerConfig:
@@ -647,6 +690,19 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         scheduler_recv_interval=scheduler_recv_interval_of(row, arch, roles, concurrency),
         requests_per_client=REQUESTS_PER_CLIENT if inferencex else None,
         not_fitted=(row.get(NOT_FITTED_COLUMN) or "").strip() or None,
+        ttft_not_fitted=cold_first_requests(row, mode),
+    )
+
+
+def cold_first_requests(row: Mapping[str, str], mode: str) -> str | None:
+    """Why an InferenceX single-node run's TTFT includes a cold server's first requests, or None (module
+    docstring, "Runs without warm-up")."""
+    measured = _MEASURED.search(row.get("silicon_data_source") or "")
+    if mode != "agg" or not _is_inferencex(row) or measured is None or measured.group(1) >= INFERENCEX_WARMUP_SINCE:
+        return None
+    return (
+        f"measured {measured.group(1)}, before InferenceX's harness sent warm-up requests ({INFERENCEX_WARMUP_SINCE}): "
+        "its first requests met a cold server"
     )
 
 
