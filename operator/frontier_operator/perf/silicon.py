@@ -42,9 +42,9 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   configs (``dsr1-fp8-gb200-dynamo-sglang`` and its FP4 sibling in ``nvidia-master.yaml`` @c040b5cf2) list every
   role as ``tp: 1, ep: 1, dp-attn: true``, the FP8 one with the note that tp, ep and dp-attn "do nothing because
   they are hardcoded" in the launch script; both name the roles DEP4 to DEP48, and the FP8 script (the Dynamo
-  fork's ``gb200-fp8.sh``) passes ``--tp-size``
-  and ``--dp-size`` equal to the role's GPUs with ``--enable-deepep-moe``: expert parallelism over the role. Such a
-  role of a GB200 InferenceX P/D row (attention-DP > 1, MoE TP = its GPUs, EP 1) is read as EP over its GPUs.
+  fork's ``gb200-fp8.sh``) passes ``--tp-size`` and ``--dp-size`` equal to the role's GPUs with
+  ``--enable-deepep-moe``: expert parallelism over the role. Such a role of a GB200 InferenceX P/D row
+  (attention-DP > 1, MoE TP = its GPUs, EP 1) is read as EP over its GPUs.
 * **Runs slower than a weaker GPU.** A run slower in both TTFT and TPOT than every run of its recipe (model
   architecture, harness, formats, lengths, deployment, server flags, concurrency) on a GPU it matches or beats in
   every term the model prices, by more than a quarter in one of them, measured something its GPU's terms cannot
