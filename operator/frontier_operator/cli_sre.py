@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from frontier_operator.adapters import kube
-from frontier_operator.api.annotations import APPROVE, PAUSED, PAUSED_REASON, PIN, ROLLBACK
+from frontier_operator.api.annotations import APPROVE, PAUSED, PAUSED_REASON, PIN, ROLLBACK, request_token
 from frontier_operator.api.units import rfc3339
 
 # Conditions in the order an on-call person reads them: every type the API defines (a test holds this to
@@ -217,7 +217,7 @@ def _annotate(args: argparse.Namespace) -> int:
             return 1
         changes = {APPROVE: recommendation["proposedAt"]}
     elif args.command == "rollback":
-        changes = {ROLLBACK: _now()}
+        changes = {ROLLBACK: request_token(datetime.now(UTC))}
     else:  # pin
         revision = None if args.off else (args.revision or target.get("status", {}).get("appliedRevision"))
         if not args.off and not revision:

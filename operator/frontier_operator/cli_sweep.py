@@ -4,8 +4,8 @@
   measure for the target (with the performance model alone), why, and their GPU-minutes; `-o yaml` prints every
   object of the sweep (deployments variant `sweep`, their Services and benchmark Jobs).
 * `frontier sweep start NAME [-n NAMESPACE]` (kubeconfig): ask the operator to sweep the target now — sets the
-  `frontier.dev/sweep-start` annotation to the time; in recommend and observe mode this approves the proposed
-  sweep. Obeyed once per value, held while the target is paused.
+  `frontier.dev/sweep-start` annotation to the time, to the microsecond; in recommend and observe mode this
+  approves the proposed sweep. Obeyed once per value, held while the target is paused.
 * `frontier sweep export FILE [-o out.csv]`: measured points stored by the operator (the `sweep.json` document,
   or a dump of its ConfigMap in YAML or JSON) as rows in the schema of
   `shared/data/silicon/silicon_measurements.csv`, which `frontier calibrate --data` fits on.
@@ -26,8 +26,8 @@ import yaml
 
 from frontier_operator.adapters import kube
 from frontier_operator.api import SpecInvalid, load_target_file
-from frontier_operator.api.annotations import SWEEP_START
-from frontier_operator.api.units import GpuMinutes, rfc3339
+from frontier_operator.api.annotations import SWEEP_START, request_token
+from frontier_operator.api.units import GpuMinutes
 from frontier_operator.catalog.gpus import find_gpu
 from frontier_operator.catalog.hf_config import HfConfigError
 from frontier_operator.catalog.models import find_model
@@ -140,7 +140,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    now = rfc3339(datetime.now(UTC))
+    now = request_token(datetime.now(UTC))
     try:
         api = kube.api_client()
         kube.annotate_target(api, args.namespace, args.name, {SWEEP_START: now})

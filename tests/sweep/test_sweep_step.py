@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
 import pytest
 
-from frontier_operator.api.annotations import PAUSED, SWEEP_START
+from frontier_operator.api.annotations import PAUSED, SWEEP_START, request_token
 from frontier_operator.api.spec import TuningMode
 from frontier_operator.api.units import Duration, GpuMinutes
 from frontier_operator.api.v1alpha1 import FrontierTarget
@@ -182,6 +183,21 @@ def test_a_requested_sweep_starts_measures_stores_cleans_up_and_is_not_obeyed_tw
     # The same annotation is not obeyed again.
     again = decide_sweep(last)
     assert again.apply == () and again.record == done.record
+
+
+def test_a_sweep_requested_again_within_the_second_the_last_one_ended_starts() -> None:
+    """`frontier sweep start` tokens differ within a second: a request right after a sweep ends is a new one."""
+    moment = datetime(2026, 11, 30, 8, 0, 0, 100_000, tzinfo=UTC)
+    first_token, second_token = request_token(moment), request_token(moment + timedelta(milliseconds=600))
+    assert first_token == "2026-11-30T08:00:00.100000Z" and first_token[:19] == second_token[:19]
+    inp = _input(annotations={SWEEP_START: first_token})
+    first = decide_sweep(inp)
+    last, decisions = _drive(_next(inp, first, _succeeded(first)))
+    assert decisions[-1].record is not None and decisions[-1].record.phase is Phase.DONE
+
+    again = decide_sweep(replace(last, annotations={SWEEP_START: second_token}))
+    assert again.record is not None and again.record.phase is Phase.RUNNING
+    assert again.record.start_token == second_token and "SweepStarted" in _reasons([again])
 
 
 def test_the_step_machine_measures_what_run_sweep_measures() -> None:
