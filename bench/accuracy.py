@@ -283,8 +283,9 @@ def grouped(outcomes: Sequence[Outcome], key: str) -> dict[str, dict[str, float 
 
 
 def _deployment_key(case: SiliconCase) -> tuple[object, ...]:
-    """What was deployed and fed, by architecture (the dumps file DeepSeek-R1 runs again as DeepSeek-V3)."""
-    return (architecture_key(case), case.gpu.name, case.config.roles, case.workload)
+    """What was deployed and fed, by architecture (the dumps file DeepSeek-R1 runs again as DeepSeek-V3), in one
+    measurement campaign: the same deployment on another engine release is another engine (`campaign_of`)."""
+    return (architecture_key(case), case.gpu.name, case.config.roles, case.workload, case.campaign)
 
 
 def _setup_key(case: SiliconCase) -> tuple[object, ...]:
@@ -338,8 +339,8 @@ def after_one_measured_load(outcomes: Sequence[Outcome], full: Calibration) -> d
     """What the model is worth once a deployment has been measured at one load, as the operator's tuning loop has
     it after its first windows (tuning/calibration.py multiplies the model by the measured / predicted ratio).
 
-    Each fully specified row whose deployment (architecture, GPU, deployment, lengths) was also measured at
-    another concurrency is predicted by the model times that ratio at the nearest other concurrency (in log
+    Each fully specified row whose deployment (architecture, GPU, deployment, lengths, campaign) was also measured
+    at another concurrency is predicted by the model times that ratio at the nearest other concurrency (in log
     distance; geometric mean over ties and repeats) — never its own result, nor other runs at its concurrency.
     Against it: the model alone on the same rows, and a replay of the nearest measurement without the model.
     Per GPU family, the 90th percentile of log(measured / corrected) — what a corrected prediction at another

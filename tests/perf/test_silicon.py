@@ -13,6 +13,7 @@ from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.silicon import (
     DEPLOYMENT_COLUMNS,
     alternatives_of,
+    campaign_of,
     complete_deployments,
     concurrency_of,
     describe_deployment,
@@ -122,6 +123,41 @@ def test_gb200_expert_parallelism_filed_as_moe_tp_is_read_as_the_deepep_it_ran()
     for other in (_gb200_pd_as_filed(system="b200_sxm"), _gb200_pd_as_filed(source="aic-run")):
         kept = parse_row(other).config.role(Role.PREFILL)
         assert kept is not None and kept.worker.ep == 1 and kept.worker.moe_a2a_backend is MoeA2ABackend.NONE
+
+
+def _b200_nvfp4_as_filed(measured: str, precision: str = "fp4") -> dict[str, str]:
+    """An aggregated DeepSeek-R1 TP8 run on B200 as InferenceX's dump files it: MoE TP 8, EP 1."""
+    return _row(
+        model_path="deepseek-ai/DeepSeek-R1",
+        system="b200_sxm",
+        precision=precision,
+        mode="agg",
+        moe_quant_mode="nvfp4",
+        tp_size="8",
+        moe_tp_size="8",
+        moe_ep_size="1",
+        silicon_data_source=f"db-dump/2026-04-27; config_id=99; silicon_concurrency=64; measured={measured}T00:00:00Z",
+    )
+
+
+def test_b200_nvfp4_runs_launched_with_the_ep_moe_flag_are_read_as_expert_parallel() -> None:
+    (worker,) = [r.worker for r in parse_row(_b200_nvfp4_as_filed("2025-11-10")).config.roles]
+    assert (worker.tp, worker.ep, worker.moe_a2a_backend) == (8, 8, MoeA2ABackend.NONE)
+    # After d8fe8f73e the configs state their EP; before 27f29acbe, and the FP8 script, had no flag.
+    for other in (
+        _b200_nvfp4_as_filed("2025-11-11"),
+        _b200_nvfp4_as_filed("2025-09-20"),
+        _b200_nvfp4_as_filed("2025-11-02", precision="fp8"),
+    ):
+        (kept,) = [r.worker for r in parse_row(other).config.roles]
+        assert kept.ep == 1
+
+
+def test_a_rows_campaign_is_its_engine_release_else_the_month_it_was_measured() -> None:
+    assert campaign_of(_row(backend_version="0.5.9", silicon_data_source="measured=2026-03-02T00:00:00Z")) == "0.5.9"
+    assert campaign_of(_b200_nvfp4_as_filed("2025-11-10")) == "measured 2025-11"
+    assert campaign_of(_row()) == ""
+    assert parse_row(_b200_nvfp4_as_filed("2025-11-02")).campaign == "measured 2025-11"
 
 
 def test_missing_worker_counts_default_to_one_and_mark_the_row() -> None:

@@ -44,7 +44,12 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   they are hardcoded" in the launch script; both name the roles DEP4 to DEP48, and the FP8 script (the Dynamo
   fork's ``gb200-fp8.sh``) passes ``--tp-size`` and ``--dp-size`` equal to the role's GPUs with
   ``--enable-deepep-moe``: expert parallelism over the role. Such a role of a GB200 InferenceX P/D row
-  (attention-DP > 1, MoE TP = its GPUs, EP 1) is read as EP over its GPUs.
+  (attention-DP > 1, MoE TP = its GPUs, EP 1) is read as EP over its GPUs. Likewise InferenceX's aggregated
+  DeepSeek-R1 NVFP4 runs on B200 from 2025-09-21 to 2025-11-10 (72 rows, db-dump configs 88 and 99 and their
+  twins) are filed as MoE TP = TP with EP 1, while ``benchmarks/dsr1_fp4_b200_docker.sh`` launched every one
+  with ``--enable-ep-moe`` (SGLang's EP = TP) from 27f29acbe (2025-09-21) until d8fe8f73e (#204, 2025-11-10)
+  replaced the flag with ``--ep-size $EP_SIZE`` and gave the configs ``ep: 4`` and ``ep: 8``, which later rows
+  carry; such a row is read as EP = TP.
 * **Runs slower than a weaker GPU.** A run slower in both TTFT and TPOT than every run of its recipe (model
   architecture, harness, formats, lengths, deployment, server flags, concurrency) on a GPU it matches or beats in
   every term the model prices, by more than a quarter in one of them, measured something its GPU's terms cannot
@@ -185,6 +190,9 @@ RECV_INTERVAL_BELOW_16_CLIENTS = 10
 # Systems whose InferenceX P/D roles ran DeepEP expert parallelism over every GPU of the role while the dumps
 # file them as MoE TP (module docstring).
 DEP_FILED_AS_MOE_TP_SYSTEMS = ("gb200",)
+# (system, precision, first and last day measured) of InferenceX aggregated runs whose launch script set
+# `--enable-ep-moe` while the dumps file MoE TP = TP and EP 1 (module docstring).
+EP_FLAG_FILED_AS_MOE_TP = (("b200_sxm", "fp4", "2025-09-21", "2025-11-10"),)
 RECIPE_MEM_FRACTION = 0.90
 TIGHT_MEM_FRACTION = 0.95
 TIGHT_WEIGHT_SHARE = 0.85
@@ -225,6 +233,8 @@ class SiliconCase:
     not_fitted: str | None = None
     # Why the row's TTFT is predicted but not fitted (nor counted in the margins) while its TPOT is.
     ttft_not_fitted: str | None = None
+    # The measurement campaign (`campaign_of`): runs of one deployment in different campaigns ran different engines.
+    campaign: str = ""
 
 
 def read_rows(path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS) -> list[dict[str, str]]:
@@ -551,7 +561,7 @@ def _role_worker(
     attention_dp = _int(row, f"{prefix}attention_dp_size") or 1
     moe_tp = _int(row, f"{prefix}moe_tp_size") or 1
     ep = _int(row, f"{prefix}moe_ep_size") or 1
-    if not aggregated and _dep_filed_as_moe_tp(row, tp=tp, attention_dp=attention_dp, moe_tp=moe_tp, ep=ep):
+    if _ep_filed_as_moe_tp(row, tp=tp, attention_dp=attention_dp, moe_tp=moe_tp, ep=ep, aggregated=aggregated):
         moe_tp, ep = 1, moe_tp
     worker = _worker(
         arch,
@@ -567,15 +577,26 @@ def _role_worker(
     return _with_stated_flags(worker, row, prefix)
 
 
-def _dep_filed_as_moe_tp(row: Mapping[str, str], *, tp: int, attention_dp: int, moe_tp: int, ep: int) -> bool:
-    """An InferenceX P/D role on a system whose launch script ran expert parallelism over the whole role, filed
-    as attention-DP with MoE TP over the role and no EP (module docstring, "Expert parallelism filed as MoE TP")."""
+def _ep_filed_as_moe_tp(
+    row: Mapping[str, str], *, tp: int, attention_dp: int, moe_tp: int, ep: int, aggregated: bool
+) -> bool:
+    """An InferenceX role whose launch script ran expert parallelism over all its GPUs, filed as MoE TP over them
+    and no EP (module docstring, "Expert parallelism filed as MoE TP"): a P/D role with attention-DP on a system of
+    ``DEP_FILED_AS_MOE_TP_SYSTEMS``, or an aggregated run of ``EP_FLAG_FILED_AS_MOE_TP``."""
+    if not _is_inferencex(row) or ep != 1 or moe_tp != tp * attention_dp or moe_tp == 1:
+        return False
+    system = (row.get("system") or "").strip().lower()
+    if not aggregated:
+        return attention_dp > 1 and system in DEP_FILED_AS_MOE_TP_SYSTEMS
+    measured = _MEASURED.search(row.get("silicon_data_source") or "")
+    precision = (row.get("precision") or "").strip().lower()
     return (
-        _is_inferencex(row)
-        and (row.get("system") or "").strip().lower() in DEP_FILED_AS_MOE_TP_SYSTEMS
-        and attention_dp > 1
-        and ep == 1
-        and moe_tp == tp * attention_dp
+        attention_dp == 1
+        and measured is not None
+        and any(
+            system == flagged and precision == flagged_precision and first <= measured.group(1) <= last
+            for flagged, flagged_precision, first, last in EP_FLAG_FILED_AS_MOE_TP
+        )
     )
 
 
@@ -691,7 +712,22 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         requests_per_client=REQUESTS_PER_CLIENT if inferencex else None,
         not_fitted=(row.get(NOT_FITTED_COLUMN) or "").strip() or None,
         ttft_not_fitted=cold_first_requests(row, mode),
+        campaign=campaign_of(row),
     )
+
+
+def campaign_of(row: Mapping[str, str]) -> str:
+    """The engine release the row names, else the month it was measured ("" when it says neither).
+
+    One deployment measured in two campaigns is two engines: InferenceX's B200 DeepSeek-R1 runs of November 2025
+    took a median 1.17× (NVFP4, 33 pairs) and 1.45× (FP8, 15 pairs) the TPOT of the same recipe, lengths and
+    concurrency in March 2026 (SGLang 0.5.9).
+    """
+    release = (row.get("backend_version") or "").strip()
+    if release:
+        return release
+    measured = _MEASURED.search(row.get("silicon_data_source") or "")
+    return f"measured {measured.group(1)[:7]}" if measured else ""
 
 
 def cold_first_requests(row: Mapping[str, str], mode: str) -> str | None:
