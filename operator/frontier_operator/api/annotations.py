@@ -6,7 +6,9 @@ spec must not fight over, and `kubectl annotate` works in a runbook at 3 a.m.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
+
+from frontier_operator.api.units import rfc3339
 
 PREFIX = "frontier.dev/"
 # Any value: no tuning action at all (observation and status go on). Same as spec.tuning.paused.
@@ -32,4 +34,4 @@ def request_token(moment: datetime) -> str:
     The operator obeys each value once and remembers the last one; whole seconds made a request sent within
     the second after the previous one (a sweep re-requested as soon as the last one ended) look already obeyed.
     """
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return rfc3339(moment, microseconds=True)

@@ -345,7 +345,9 @@ def format_duration(seconds: float) -> str:
     return f"{seconds / 3600:.3g}h"
 
 
-def rfc3339(moment: datetime | float) -> str:
-    """A time as Kubernetes writes it (`2026-11-30T03:00:00Z`): UTC, whole seconds; a float is a Unix time."""
+def rfc3339(moment: datetime | float, *, microseconds: bool = False) -> str:
+    """A time as Kubernetes writes it (`2026-11-30T03:00:00Z`): UTC, whole seconds unless `microseconds`
+    (`2026-11-30T03:00:00.250000Z`, as its MicroTime fields); a float is a Unix time."""
     when = datetime.fromtimestamp(moment, UTC) if isinstance(moment, int | float) else moment.astimezone(UTC)
-    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    timespec = "microseconds" if microseconds else "seconds"
+    return when.isoformat(timespec=timespec).replace("+00:00", "Z")

@@ -588,13 +588,13 @@ def _ep_filed_as_moe_tp(
     system = (row.get("system") or "").strip().lower()
     if not aggregated:
         return attention_dp > 1 and system in DEP_FILED_AS_MOE_TP_SYSTEMS
-    measured = _MEASURED.search(row.get("silicon_data_source") or "")
+    measured = _measured_day(row)
     precision = (row.get("precision") or "").strip().lower()
     return (
         attention_dp == 1
         and measured is not None
         and any(
-            system == flagged and precision == flagged_precision and first <= measured.group(1) <= last
+            system == flagged and precision == flagged_precision and first <= measured <= last
             for flagged, flagged_precision, first, last in EP_FLAG_FILED_AS_MOE_TP
         )
     )
@@ -726,20 +726,26 @@ def campaign_of(row: Mapping[str, str]) -> str:
     release = (row.get("backend_version") or "").strip()
     if release:
         return release
-    measured = _MEASURED.search(row.get("silicon_data_source") or "")
-    return f"measured {measured.group(1)[:7]}" if measured else ""
+    measured = _measured_day(row)
+    return f"measured {measured[:7]}" if measured else ""
 
 
 def cold_first_requests(row: Mapping[str, str], mode: str) -> str | None:
     """Why an InferenceX single-node run's TTFT includes a cold server's first requests, or None (module
     docstring, "Runs without warm-up")."""
-    measured = _MEASURED.search(row.get("silicon_data_source") or "")
-    if mode != "agg" or not _is_inferencex(row) or measured is None or measured.group(1) >= INFERENCEX_WARMUP_SINCE:
+    measured = _measured_day(row)
+    if mode != "agg" or not _is_inferencex(row) or measured is None or measured >= INFERENCEX_WARMUP_SINCE:
         return None
     return (
-        f"measured {measured.group(1)}, before InferenceX's harness sent warm-up requests ({INFERENCEX_WARMUP_SINCE}): "
+        f"measured {measured}, before InferenceX's harness sent warm-up requests ({INFERENCEX_WARMUP_SINCE}): "
         "its first requests met a cold server"
     )
+
+
+def _measured_day(row: Mapping[str, str]) -> str | None:
+    """The day the row's source says it was measured (`measured=YYYY-MM-DD…`), as YYYY-MM-DD, if it says."""
+    found = _MEASURED.search(row.get("silicon_data_source") or "")
+    return found.group(1) if found else None
 
 
 def scheduler_recv_interval_of(
