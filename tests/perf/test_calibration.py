@@ -150,10 +150,14 @@ def test_the_spread_says_which_coefficients_the_rows_pin() -> None:
     assert all(0 < s.log_sigma <= PRIOR_SIGMA for s in spread.values())
     assert spread["pd_handoff_ms"].log_sigma == pytest.approx(PRIOR_SIGMA, rel=0.01)
     assert spread["pd_handoff_ms"].prior_only and not spread["hbm_efficiency"].prior_only
-    # The per-layer cost has a firm prior of its own, and the rows alone pin it far more loosely (×/÷ 5 on sm90's
-    # 32-, 61- and 94-layer models): the prior decides it.
-    assert spread["layer_overhead_us"].prior_log_sigma == 0.5
-    assert spread["layer_overhead_us"].log_sigma < 0.5 and spread["layer_overhead_us"].prior_only
+    # The per-layer and per-iteration costs have firm priors of their own; alone, the rows pin them far more
+    # loosely (the per-layer cost ×/÷ 5 on sm90's 32-, 61- and 94-layer models). Held together, each narrows the
+    # other: the rows then narrow each by a sixth to a third beyond its prior, where the GEMM efficiency, which
+    # long prompts pin, owes its prior nearly nothing (×/÷ 1.05 against the prior's 1.35).
+    for name in ("layer_overhead_us", "step_overhead_ms"):
+        assert spread[name].prior_log_sigma == 0.5
+        assert 0.5 * 0.6 < spread[name].log_sigma < 0.5 * 0.9 and not spread[name].prior_only
+    assert spread["gemm_efficiency"].log_sigma < 0.2 * spread["gemm_efficiency"].prior_log_sigma
     assert spread["hbm_efficiency"].log_sigma < 0.3 and spread["ttft_overhead_ms"].log_sigma < 0.3
     assert spread["hbm_efficiency"].value == calibration.family("sm90").coefficients.hbm_efficiency
     assert spread["attention_efficiency"].at_bound and not spread["hbm_efficiency"].at_bound
@@ -161,12 +165,16 @@ def test_the_spread_says_which_coefficients_the_rows_pin() -> None:
     assert with_pd["pd_handoff_ms"].log_sigma < 0.97 * PRIOR_SIGMA
 
 
-def test_the_per_layer_cost_is_held_by_a_firm_prior() -> None:
-    """Moving each coefficient one log unit off its prior costs (1 / σ)² in the objective: 4 for the per-layer
-    cost (σ 0.5, physics: 10–15 kernels of 1–2 µs each), 1/25 for the others (the weak default)."""
+def test_the_coefficients_physics_knows_are_held_by_firm_priors() -> None:
+    """Moving each coefficient one log unit off its prior costs (1 / σ)² in the objective: 1/0.3² for the GEMM
+    efficiency, 4 for the per-layer and per-step costs, 1/0.4² for a collective's latency — what physics knows of
+    them — and 1/25 for the others (the weak default)."""
     problem = fitting._FamilyProblem("sm90", [], PerformanceModel.default().calibration)
     shifted = [center + 1.0 for center in problem.prior]
     penalties = dict(zip((spec.name for spec in COEFFICIENT_SPECS), problem.weighted([], [], shifted), strict=True))
-    assert penalties.pop("layer_overhead_us") == pytest.approx(2.0)
+    firm = {"gemm_efficiency": 0.3, "layer_overhead_us": 0.5, "step_overhead_ms": 0.5, "collective_latency_us": 0.4}
+    for name, sigma in firm.items():
+        assert penalties.pop(name) == pytest.approx(1.0 / sigma)
     assert all(value == pytest.approx(1.0 / PRIOR_SIGMA) for value in penalties.values())
-    assert fitting._objective(problem, shifted) == pytest.approx(4.0 + (len(COEFFICIENT_SPECS) - 1) / PRIOR_SIGMA**2)
+    expected = sum(sigma**-2 for sigma in firm.values()) + (len(COEFFICIENT_SPECS) - len(firm)) / PRIOR_SIGMA**2
+    assert fitting._objective(problem, shifted) == pytest.approx(expected)
