@@ -49,10 +49,10 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         1.0,
         "fraction",
         "achieved share of dense tensor peak in large GEMMs",
-        # A large GEMM cannot beat the peak and rarely runs under half of it: the full fits put it at 0.43 (sm100),
-        # 0.50 (sm103) and 0.69 (sm90). Held there so that the models of a family whose prefill time per-layer
-        # MoE and MLA costs can absorb do not decide it alone: without Qwen3-32B, sm90's fit ran it to its bound
-        # of 1.0 and its held-out TTFT came out 22 % fast (docs/accuracy.md).
+        # A large GEMM cannot beat the peak and rarely runs under half of it: fits under the weak prior put it at
+        # 0.43 (sm100), 0.50 (sm103) and 0.69 (sm90). Held there so that the models of a family whose prefill
+        # time per-layer MoE and MLA costs can absorb do not decide it alone: without Qwen3-32B, sm90's fit ran
+        # it to its bound of 1.0 and its held-out TTFT came out 22 % fast (docs/accuracy.md).
         prior_log_sigma=0.3,
     ),
     CoefficientSpec(
@@ -159,8 +159,9 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         500.0,
         "µs",
         "latency of one collective (all-reduce, all-gather, all-to-all) inside the scale-up domain",
-        # The full fits put it at 5.7–8.7 µs around AIConfigurator's 10 µs. Held there: without Qwen3-32B, whose
-        # 64 layers all-reduce twice per forward, sm90's fit (given a firm GEMM efficiency) put 17.9 µs here.
+        # Fits under the weak prior put it at 5.7–8.7 µs, around AIConfigurator's 10 µs. Held there: without
+        # Qwen3-32B, whose 64 layers all-reduce twice per forward, sm90's fit (given a firm GEMM efficiency) put
+        # 17.9 µs here.
         prior_log_sigma=0.4,
     ),
     CoefficientSpec(
