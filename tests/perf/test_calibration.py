@@ -168,11 +168,18 @@ def test_the_spread_says_which_coefficients_the_rows_pin() -> None:
 def test_the_coefficients_physics_knows_are_held_by_firm_priors() -> None:
     """Moving each coefficient one log unit off its prior costs (1 / σ)² in the objective: 1/0.3² for the GEMM
     efficiency, 4 for the per-layer and per-step costs, 1/0.4² for a collective's latency — what physics knows of
-    them — and 1/25 for the others (the weak default)."""
+    them — 4 for an expert all-to-all's efficiency (what the families with many expert-parallel rows measured) and
+    1/25 for the others (the weak default)."""
     problem = fitting._FamilyProblem("sm90", [], PerformanceModel.default().calibration)
     shifted = [center + 1.0 for center in problem.prior]
     penalties = dict(zip((spec.name for spec in COEFFICIENT_SPECS), problem.weighted([], [], shifted), strict=True))
-    firm = {"gemm_efficiency": 0.3, "layer_overhead_us": 0.5, "step_overhead_ms": 0.5, "collective_latency_us": 0.4}
+    firm = {
+        "gemm_efficiency": 0.3,
+        "layer_overhead_us": 0.5,
+        "step_overhead_ms": 0.5,
+        "collective_latency_us": 0.4,
+        "all_to_all_efficiency": 0.5,
+    }
     for name, sigma in firm.items():
         assert penalties.pop(name) == pytest.approx(1.0 / sigma)
     assert all(value == pytest.approx(1.0 / PRIOR_SIGMA) for value in penalties.values())

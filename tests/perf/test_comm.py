@@ -53,3 +53,30 @@ def test_every_attention_dp_rank_beyond_the_first_adds_its_sync_to_each_iteratio
         w = worker("B200", tp=8, attention_dp=attention_dp, ep=8)
         extra = synced.decode_step_time(arch, spec, w, 64, 2048) - quiet.decode_step_time(arch, spec, w, 64, 2048)
         assert extra == pytest.approx((attention_dp - 1) * 100e-6, rel=1e-9), attention_dp
+
+
+def test_an_expert_all_to_all_moves_its_bytes_at_its_own_efficiency_and_an_all_reduce_at_the_links() -> None:
+    """DeepEP's dispatch and combine are not NCCL's all-reduce: over NVLink each has its own achieved share of the
+    link; across nodes the NIC is the bottleneck, at the link's share for both."""
+    spec = gpu("B200")
+    big = 1e9
+    half_a2a = replace(COEFFICIENTS, collective_latency_us=0.0, link_efficiency=0.8, all_to_all_efficiency=0.4)
+
+    def seconds(kind: CollectiveKind, coefficients: Coefficients) -> float:
+        return collective_time(CollectiveWork(kind, big, 8, 1.0), spec, spec.gpus_per_node, coefficients)
+
+    link = spec.scale_up_bandwidth_gbs * 1e9
+    assert seconds(CollectiveKind.ALL_TO_ALL, half_a2a) == pytest.approx(7 / 8 * big / (0.4 * link))
+    assert seconds(CollectiveKind.ALL_REDUCE, half_a2a) == pytest.approx(2 * 7 / 8 * big / (0.8 * link))
+    # The all-to-all's share does not move an all-reduce, nor the link's an all-to-all.
+    assert seconds(CollectiveKind.ALL_REDUCE, replace(half_a2a, all_to_all_efficiency=0.1)) == seconds(
+        CollectiveKind.ALL_REDUCE, half_a2a
+    )
+    assert seconds(CollectiveKind.ALL_TO_ALL, replace(half_a2a, link_efficiency=0.1)) == seconds(
+        CollectiveKind.ALL_TO_ALL, half_a2a
+    )
+    h100 = gpu("H100")
+    across = CollectiveWork(CollectiveKind.ALL_TO_ALL, big, 16, 1.0)
+    assert collective_time(across, h100, h100.gpus_per_node, half_a2a) == collective_time(
+        across, h100, h100.gpus_per_node, replace(half_a2a, all_to_all_efficiency=0.1)
+    )

@@ -179,7 +179,20 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         0.05,
         1.0,
         "fraction",
-        "achieved share of NVLink / NIC bandwidth in collectives",
+        "achieved share of NVLink / NIC bandwidth in all-reduces, all-gathers and transfers, and in an all-to-all "
+        "across a network",
+    ),
+    CoefficientSpec(
+        "all_to_all_efficiency",
+        0.25,
+        0.02,
+        1.0,
+        "fraction",
+        "achieved share of NVLink bandwidth in an expert all-to-all (DeepEP dispatch and combine)",
+        # The families with many expert-parallel rows fit a quarter of the link under the weak prior (sm100
+        # 0.25, sm103 0.23: DeepEP's per-token routing work, not the wire, sets the pace); sm90's three runs of
+        # one DEP8 deployment alone put it at 0.037. Held at what the well-measured families say.
+        prior_log_sigma=0.5,
     ),
     CoefficientSpec(
         "ttft_overhead_ms",
@@ -235,6 +248,7 @@ class Coefficients:
     collective_latency_us: float
     nccl_latency_us: float
     link_efficiency: float
+    all_to_all_efficiency: float
     ttft_overhead_ms: float
     wave_sync: float
     wave_breakup: float
