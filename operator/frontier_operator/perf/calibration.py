@@ -64,6 +64,14 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         "achieved share of BF16 peak in prefill attention",
     ),
     CoefficientSpec(
+        "decode_attention_efficiency",
+        0.4,
+        0.02,
+        1.0,
+        "fraction",
+        "achieved share of BF16 peak in decode attention (one query row per request, or a verify pass's drafts)",
+    ),
+    CoefficientSpec(
         "gemm_half_width",
         128.0,
         0.0,
@@ -235,6 +243,7 @@ class Coefficients:
     hbm_efficiency: float
     gemm_efficiency: float
     attention_efficiency: float
+    decode_attention_efficiency: float
     gemm_half_width: float
     moe_penalty: float
     layer_overhead_us: float

@@ -31,6 +31,9 @@ COMBINE_BYTES = 2.0
 class OpKind(StrEnum):
     GEMM = "gemm"
     ATTENTION = "attention"
+    # A decode forward's attention: a few query rows (one per request, or a verify pass's drafts) against a
+    # paged cache, a different kernel from prefill's (FlashMLA / FlashInfer decode), at its own share of peak.
+    DECODE_ATTENTION = "decode_attention"
     MOE = "moe"
 
 
@@ -416,7 +419,7 @@ def decode_work(layout: Layout, requests: float, context: float, *, query_tokens
     core_tokens = core_attended_tokens(arch, context) * layer_share
     kv_bytes = rank_requests * core_tokens * kv_per_token
     attn_flops = rank_tokens * core_tokens * _pair_flops(arch, attention_tp, absorbed=True)
-    ops.append(OpWork(OpKind.ATTENTION, kv_bytes, attn_flops, "bf16"))
+    ops.append(OpWork(OpKind.DECODE_ATTENTION, kv_bytes, attn_flops, "bf16"))
     if sparse_topk(arch):
         indexer_bytes = rank_requests * layer_tokens * indexer_bytes_per_token_layer(arch)
         ops.append(_indexer_op(indexer_bytes, rank_tokens * layer_tokens * indexer_pair_flops(arch)))

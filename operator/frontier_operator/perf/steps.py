@@ -52,8 +52,12 @@ class Hardware:
         if (gpu.tflops("fp8") or 0.0) > 0:
             formats.add("fp8")  # the DSA indexer's logits run in FP8 whatever the weights are
         rates: list[tuple[tuple[OpKind, str], float]] = []
+        efficiencies = {
+            OpKind.ATTENTION: coefficients.attention_efficiency,
+            OpKind.DECODE_ATTENTION: coefficients.decode_attention_efficiency,
+        }
         for kind in OpKind:
-            efficiency = coefficients.attention_efficiency if kind is OpKind.ATTENTION else coefficients.gemm_efficiency
+            efficiency = efficiencies.get(kind, coefficients.gemm_efficiency)
             rates.extend(((kind, f), peak_tflops(gpu, f) * 1e12 * efficiency) for f in sorted(formats))
         return Hardware(
             layout, gpu, coefficients, gpu.hbm_bandwidth_tbs * 1e12 * coefficients.hbm_efficiency, tuple(rates)
