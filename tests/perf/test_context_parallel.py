@@ -39,17 +39,19 @@ def test_context_parallelism_splits_the_indexer_over_the_group() -> None:
     assert _indexer_flops(8, 100_000) == pytest.approx(_indexer_flops(1, 100_000) / 8)
 
 
-@pytest.mark.parametrize(("context", "cached"), [(128_000, 0.85), (64_000, 0.0)])
-def test_a_long_prompt_prefills_faster_with_cp_but_never_below_the_floor(context: int, cached: float) -> None:
+# The cached 128k prompt keeps the bound it always had; 64k fresh tokens pay more per-layer fixed cost, which CP
+# does not split (on the shipped sm90 fit CP8 takes 0.52 and 0.72 of TP8's time).
+@pytest.mark.parametrize(("context", "cached", "at_most"), [(128_000, 0.85, 0.7), (64_000, 0.0, 0.75)])
+def test_a_long_prompt_prefills_faster_with_cp_but_never_below_the_floor(
+    context: int, cached: float, at_most: float
+) -> None:
     model_ = PerformanceModel.default()
     new_tokens, prefix = context * (1 - cached), context * cached
     seconds = {}
     for name, candidate in (("tp", TP8), ("cp", CP8)):
         hw = model_.hardware(GLM5, H200, candidate)
         seconds[name] = prefill_cost(hw, new_tokens, prefix, candidate.chunked_prefill_size, 1.0).latency_s
-    # Attention is split eight ways; the per-layer fixed costs of a prefill forward are not (on the shipped sm90
-    # fit, CP8 takes 0.72 of TP8's time for 64k fresh tokens).
-    assert seconds["cp"] < 0.75 * seconds["tp"]
+    assert seconds["cp"] < at_most * seconds["tp"]
     hw = model_.hardware(GLM5, H200, CP8)
     floor = floor_seconds(
         GLM5, H200, hw.formats, hw.shape, requests=1, context=context, new_tokens_per_request=new_tokens
