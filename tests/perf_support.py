@@ -79,7 +79,7 @@ def ideal_calibration() -> Calibration:
     for name in values:
         if name.endswith("efficiency"):
             values[name] = 1.0
-        elif name.endswith(("_us", "_ms")) or name in ("gemm_half_width", "wave_sync"):
+        elif name.endswith(("_us", "_ms")) or name in ("gemm_half_width", "wave_sync", "pd_wave_sync"):
             values[name] = 0.0
     values["moe_penalty"] = 1.0
     return calibration_of(Coefficients.from_dict(values), "sm90", "sm100", "sm103", "gfx942", "gfx950")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from frontier_operator.perf.calibration import Coefficients
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.types import Role, RoleDeployment, ServingConfig
-from perf_support import gpu, model, unified, worker, workload
+from perf_support import calibration_of, gpu, model, unified, worker, workload
 
 
 def _pd(prefill_replicas: int, decode_replicas: int) -> ServingConfig:
@@ -57,3 +58,23 @@ def test_pd_at_concurrency(shipped: PerformanceModel) -> None:
     large = shipped.predict_at_concurrency(arch, spec, _pd(1, 1), load, 256)
     assert large.tpot_s > small.tpot_s and large.ttft_s > small.ttft_s
     assert large.requests_per_s > small.requests_per_s
+
+
+def test_a_pd_closed_loop_waves_by_its_own_synchronisation(shipped: PerformanceModel) -> None:
+    """P/D clients come back in waves to the extent `pd_wave_sync` says, aggregated ones as `wave_sync` says: each
+    fleet kind reads its own coefficient and ignores the other's."""
+    arch, spec = model("DeepSeek-R1"), gpu("H200")
+    load = workload(rate=0.0, input_mean=8000, output_mean=1000)
+    aggregated = unified(arch.name, worker("H200", tp=8, weight_format="fp8-block", kv="fp8_e4m3", max_running=1024))
+    base = shipped.coefficients(spec).as_dict()
+
+    def ttft(config: ServingConfig, **sync: float) -> float:
+        perf = PerformanceModel(calibration_of(Coefficients.from_dict({**base, **sync}), spec.arch))
+        return perf.predict_at_concurrency(arch, spec, config, load, 64).ttft_s
+
+    apart = ttft(_pd(1, 1), wave_sync=0.0, pd_wave_sync=0.0)
+    assert ttft(_pd(1, 1), wave_sync=1.0, pd_wave_sync=0.0) == apart
+    assert ttft(_pd(1, 1), wave_sync=0.0, pd_wave_sync=1.0) > 1.5 * apart
+    alone = ttft(aggregated, wave_sync=0.0, pd_wave_sync=0.0)
+    assert ttft(aggregated, wave_sync=0.0, pd_wave_sync=1.0) == alone
+    assert ttft(aggregated, wave_sync=1.0, pd_wave_sync=0.0) > 1.5 * alone

@@ -216,7 +216,16 @@ COEFFICIENT_SPECS: tuple[CoefficientSpec, ...] = (
         0.0,
         1.0,
         "fraction",
-        "closed-loop benchmarks: share of clients arriving in waves when output lengths vary with CV 0.1",
+        "closed-loop benchmarks of aggregated fleets: share of clients arriving in waves when output lengths vary "
+        "with CV 0.1",
+    ),
+    CoefficientSpec(
+        "pd_wave_sync",
+        0.5,
+        0.0,
+        1.0,
+        "fraction",
+        "closed-loop benchmarks of P/D fleets: share of clients arriving in waves when output lengths vary with CV 0.1",
     ),
     CoefficientSpec(
         "wave_breakup",
@@ -260,6 +269,7 @@ class Coefficients:
     all_to_all_efficiency: float
     ttft_overhead_ms: float
     wave_sync: float
+    pd_wave_sync: float
     wave_breakup: float
     pd_handoff_ms: float
 

@@ -409,7 +409,9 @@ class PerformanceModel:
             raise UnpredictableConfig("a run sends every client at least one request")
         plan = self._plan(arch, gpu, config, workload)
         coefficients = plan.decode.hardware.coefficients
-        sync = wave_synchronisation(coefficients.wave_sync, workload.output_tokens.cv)
+        # Waves hold together differently in P/D, where prefills never pause decode: each fleet kind has its own.
+        wave_sync = coefficients.wave_sync if plan.prefill is None else coefficients.pd_wave_sync
+        sync = wave_synchronisation(wave_sync, workload.output_tokens.cv)
         first_wave_share = 0.0 if requests_per_client is None else 1.0 / requests_per_client
         if plan.prefill is None:
             replicas = plan.decode.replicas
