@@ -17,7 +17,13 @@ from frontier_operator.planner.plan import make_plan
 from frontier_operator.planner.types import Plan, PlanRequest
 from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric
 from frontier_operator.tuning.predictor import CalibratedPredictor, learning_reference
-from frontier_operator.tuning.structure import latency_role, structure_key, with_replicas
+from frontier_operator.tuning.structure import (
+    UNBOUNDED_CAP,
+    latency_role,
+    structure_key,
+    with_batch_cap,
+    with_replicas,
+)
 from operator_support import EXAMPLES
 
 MODEL = PerformanceModel.default()
@@ -72,6 +78,16 @@ def test_a_fleet_faster_than_the_model_queues_its_first_tokens_at_its_own_load()
     # Its first tokens wait as the raw fleet's do at 26 × 0.37 requests/s: 0.43 s p99 where the knee gave 1.20 s.
     assert faster.ttft == _raw(request, config, 26.0 * 0.37).ttft
     assert faster.ttft.p99 < raw.ttft.p99 / 2.5
+    # Past the raw knee (its batch cap's) the raw fleet is saturated; the corrected one, carrying 76, holds fewer
+    # requests in flight than the raw fleet would without its cap at that rate, whose decode it scales — and
+    # learns against. Where even that one is saturated, so is the corrected projection.
+    beyond = _predict(request, config, 32.0, _calibrated(config, ttft=1.0, tpot=0.37))
+    uncapped = _raw(request, with_batch_cap(config, Role.UNIFIED, UNBOUNDED_CAP), 32.0)
+    assert not math.isfinite(_raw(request, config, 32.0).tpot.p50)
+    assert beyond.tpot.p50 == pytest.approx(uncapped.tpot.p50 * 0.37)
+    assert beyond.tpot.p50 > faster.tpot.p50 and math.isfinite(beyond.ttft.p99)
+    one = with_replicas(config, Role.UNIFIED, 1)
+    assert not math.isfinite(_predict(request, one, 26.0, _calibrated(one, ttft=1.0, tpot=0.37)).tpot.p50)
     # A fleet 1.1× slower than modelled carries less, and its TTFT factor, learnt at its own load, holds its queue.
     slower = _predict(request, config, 24.0, _calibrated(config, ttft=1.0, tpot=1.1))
     assert slower.max_request_rate_per_s == pytest.approx(_raw(request, config, 24.0).max_request_rate_per_s / 1.1)
@@ -82,6 +98,8 @@ def test_a_fleet_faster_than_the_model_queues_its_first_tokens_at_its_own_load()
     reference = learning_reference(MODEL, request.arch, config, pool, _at(request, 26.0), calibration=calibration)
     assert reference is not None and reference.ttft == faster.ttft
     assert reference.tpot == raw.tpot
+    past = learning_reference(MODEL, request.arch, config, pool, _at(request, 32.0), calibration=calibration)
+    assert past is not None and past.tpot == uncapped.tpot
 
 
 def test_a_disaggregated_fleets_first_tokens_wait_for_its_prefill_role_which_the_decode_factor_does_not_load() -> None:

@@ -4,7 +4,8 @@ Latencies scale by their factors; capacity shrinks by the per-token factor at th
 offered rate reaches the corrected capacity the queue grows without bound (infinite latency); and the cost per
 token grows as the corrected capacity serves less of the offered rate than the raw one. A caller may give the
 first token's raw percentiles at the corrected fleet's utilisation (`queued_ttft`), whose queue is not the raw
-fleet's: a fleet 2.7× faster than modelled does not wait for the batch slots the raw model runs out of.
+fleet's: a fleet 2.7× faster than modelled does not wait for the batch slots the raw model runs out of; and the
+raw prediction whose decode the factor scales (`decoding`) where the raw one at the offered rate has none.
 """
 
 from __future__ import annotations
@@ -46,20 +47,23 @@ def corrected_prediction(
     ttft_tail: float = 1.0,
     tpot_tail: float = 1.0,
     queued_ttft: Percentiles | None = None,
+    decoding: Prediction | None = None,
 ) -> Prediction:
     """`raw` with TTFT × `ttft_factor`, TPOT/ITL × `tpot_factor`, capacity ÷ `capacity_factor` (default: the
     TPOT factor), at the offered `rate`; the tail factors multiply p99 further (p95 in part, `_TAIL_SHARE`).
-    `queued_ttft`, when given, is the raw TTFT the factor scales instead of `raw.ttft`."""
+    `queued_ttft`, when given, is the raw TTFT the factor scales instead of `raw.ttft`; `decoding`, the raw
+    prediction whose TPOT, ITL and decode time it scales instead of `raw`'s."""
     capacity_factor = tpot_factor if capacity_factor is None else capacity_factor
     capacity = raw.max_request_rate_per_s / capacity_factor
     if rate >= capacity:
         ttft = tpot = itl = e2e = Percentiles(math.inf, math.inf, math.inf, math.inf)
     else:
         first = raw.ttft if queued_ttft is None else queued_ttft
+        decode = raw if decoding is None else decoding
         ttft = _scaled(first, ttft_factor, ttft_tail)
-        tpot = _scaled(raw.tpot, tpot_factor, tpot_tail)
-        itl = _scaled(raw.itl, tpot_factor, tpot_tail)
-        e2e = _e2e(raw.e2e, raw.ttft, _scaled(first, ttft_factor), tpot_factor)
+        tpot = _scaled(decode.tpot, tpot_factor, tpot_tail)
+        itl = _scaled(decode.itl, tpot_factor, tpot_tail)
+        e2e = _e2e(decode.e2e, decode.ttft, _scaled(first, ttft_factor), tpot_factor)
     served_raw, served = min(rate, raw.max_request_rate_per_s), min(rate, capacity)
     scale = 1.0 if served_raw == served else (served_raw / served if served > 0 else math.inf)
     return replace(

@@ -17,9 +17,7 @@ from frontier_operator.planner.choose import slo_margin
 from frontier_operator.planner.types import GpuPool, Predictor, PredictorWrapper, SloBound
 from frontier_operator.tuning.calibration import LatencyMetric
 from frontier_operator.tuning.predictor import CalibratedPredictor
-
-# A batch cap large enough not to bind, to ask the memory model for the largest batch that fits.
-UNBOUNDED_CAP = 1 << 16
+from frontier_operator.tuning.structure import UNBOUNDED_CAP
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,28 @@ from frontier_operator.perf.types import Percentiles, Prediction, Role, ServingC
 from frontier_operator.planner.types import GpuPool, Predictor, PredictorWrapper
 from frontier_operator.tuning.calibration import CalibrationState, Estimate, LatencyMetric, transferred
 from frontier_operator.tuning.structure import (
+    UNBOUNDED_CAP,
+    decoding_role,
     latency_role,
     layout_key,
     replicas_of,
     structure_key,
+    with_batch_cap,
     with_replicas,
     worker_key,
 )
+
+# A capacity factor this close under 1 loads the raw fleet as the corrected one: its TTFT is the raw one.
+_SAME_LOAD = 0.02
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What `CalibratedPredictor.loaded` finds: the capacity factor and the raw latencies the factors scale."""
+
+    capacity_factor: float
+    queued_ttft: Percentiles
+    decoding: Prediction
 
 
 @dataclass(frozen=True)
@@ -82,7 +97,7 @@ class CalibratedPredictor(PredictorWrapper):
         measured = self.capacity_factors(config)
         if (ttft_factor, tpot_factor, ttft_tail, tpot_tail) == (1.0, 1.0, 1.0, 1.0) and not measured:
             return raw
-        capacity_factor, queued = self.loaded(
+        loaded = self.loaded(
             arch,
             gpu,
             config,
@@ -97,10 +112,11 @@ class CalibratedPredictor(PredictorWrapper):
             workload.request_rate_per_s,
             ttft_factor,
             tpot_factor,
-            capacity_factor,
+            loaded.capacity_factor,
             ttft_tail=ttft_tail,
             tpot_tail=tpot_tail,
-            queued_ttft=queued,
+            queued_ttft=loaded.queued_ttft,
+            decoding=loaded.decoding,
         )
 
     def loaded(
@@ -114,10 +130,11 @@ class CalibratedPredictor(PredictorWrapper):
         raw: Prediction,
         tpot_factor: float,
         measured: dict[Role, float],
-    ) -> tuple[float, Percentiles]:
-        """How many times the raw model's capacity the corrected fleet's is short of (< 1: it carries more), and
-        the raw model's TTFT at the rate that loads its fleet as the offered rate loads the corrected one, given
-        `config`'s TPOT factor and its roles' measured capacity factors (`factors`, `capacity_factors`).
+    ) -> Loaded:
+        """How many times the raw model's capacity the corrected fleet's is short of (< 1: it carries more), the
+        raw model's TTFT at the rate that loads its fleet as the offered rate loads the corrected one, and the raw
+        prediction whose decode the factor scales, given `config`'s TPOT factor and its roles' measured capacity
+        factors (`factors`, `capacity_factors`).
 
         The raw TTFT holds the wait for a batch slot or a prefill at the raw fleet's utilisation. A fleet the
         windows show decoding 2.7× faster than modelled frees its slots 2.7× sooner: Llama-70B's TP2 cap 64 ×3 at
@@ -131,6 +148,16 @@ class CalibratedPredictor(PredictorWrapper):
         past 1/factor; matched to its load as well, the raw model's knee — steeper than the twin's — confirmed
         one burst's window as a trend (DeepSeek-R1 on two TP8 replicas: p99 TTFT 1.43 s of 1 s once in 72 windows,
         a third replica added for the last three hours; measured in the closed-loop bench).
+
+        Between the raw capacity and the corrected one the raw model is saturated, its decode infinite, where the
+        corrected fleet still carries the rate (Llama-70B's TP2 cap 48 ×3, whose batch cap saturates the raw
+        fleet at 25 requests/s, was rolled back as saturated on a window of 26 where the corrected fleet carries
+        62). Its requests finish sooner than the raw fleet's, so fewer are in flight: the decode the factor scales
+        there is the raw fleet's at the offered rate without its batch cap, whose batches are at least as large
+        and whose prefills interleave at the offered rate, which the decode factor does not speed up. (Tried and
+        not kept: the raw decode at full batches just under the raw knee, or at the matched rate, as for the first
+        token: both leave out prefills the offered rate adds, and a fleet decoding 2.5× faster than modelled lost
+        two of its three replicas on a projected 9.4 ms p50 TPOT, then measured 24 ms.)
         """
         factor = tpot_factor
         if measured:
@@ -143,16 +170,26 @@ class CalibratedPredictor(PredictorWrapper):
                 for role, limit in limits.items()
             )
             factor = raw.max_request_rate_per_s / capacity if capacity > 0 else math.inf
-        matched = workload.request_rate_per_s * factor
-        if config.disaggregated or factor > 1.0 - _SAME_LOAD or matched >= raw.max_request_rate_per_s:
-            return factor, raw.ttft  # P/D, not faster, or saturated either way (`corrected_prediction`)
+        rate, knee = workload.request_rate_per_s, raw.max_request_rate_per_s
+        decoding = raw
+        if knee <= rate < knee / factor:
+            uncapped = with_batch_cap(config, decoding_role(config), UNBOUNDED_CAP)
+            decoding = self._raw_at(arch, gpu, uncapped, workload, price_per_gpu_hour=price_per_gpu_hour) or raw
+        matched = rate * factor
+        if config.disaggregated or factor > 1.0 - _SAME_LOAD or matched >= knee:
+            return Loaded(factor, raw.ttft, decoding)  # P/D, not faster, or saturated either way
+        at_load = self._raw_at(
+            arch, gpu, config, replace(workload, request_rate_per_s=matched), price_per_gpu_hour=price_per_gpu_hour
+        )
+        return Loaded(factor, raw.ttft if at_load is None else at_load.ttft, decoding)
+
+    def _raw_at(
+        self, arch: ModelArch, gpu: GpuSpec, config: ServingConfig, workload: Workload, *, price_per_gpu_hour: float
+    ) -> Prediction | None:
         try:
-            at_load = self.base.predict(
-                arch, gpu, config, replace(workload, request_rate_per_s=matched), price_per_gpu_hour
-            )
+            return self.base.predict(arch, gpu, config, workload, price_per_gpu_hour)
         except UnpredictableConfig:
-            return factor, raw.ttft
-        return factor, at_load.ttft
+            return None
 
     def decode_token_time(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, batch: float, context: float, *, kind: str = "chat"
@@ -166,10 +203,6 @@ class CalibratedPredictor(PredictorWrapper):
         return raw * transferred(source, source.role, math.sqrt(source.prior_variance)).factor
 
 
-# A capacity factor this close under 1 loads the raw fleet as the corrected one: its TTFT is the raw one.
-_SAME_LOAD = 0.02
-
-
 def learning_reference(
     predictor: Predictor,
     arch: ModelArch,
@@ -181,8 +214,9 @@ def learning_reference(
 ) -> Prediction | None:
     """What a window of `config` at `workload` is compared with to learn its corrections (None: unpredictable).
 
-    The raw model's prediction, its first token queued as `calibration` says the fleet is loaded
-    (`CalibratedPredictor.loaded`): the TTFT factor learnt against it is the one `predict` applies.
+    The raw model's prediction, its first token queued and its decode past the raw knee as `calibration` says
+    the fleet is loaded (`CalibratedPredictor.loaded`): the factors learnt against it are the ones `predict`
+    applies.
     """
     gpu, price = pool.gpu, pool.price_per_gpu_hour
     try:
@@ -190,7 +224,7 @@ def learning_reference(
     except UnpredictableConfig:
         return None
     calibrated = CalibratedPredictor(predictor, calibration)
-    _, queued = calibrated.loaded(
+    loaded = calibrated.loaded(
         arch,
         gpu,
         config,
@@ -200,7 +234,8 @@ def learning_reference(
         tpot_factor=calibrated.factors(config, LatencyMetric.TPOT)[0],
         measured=calibrated.capacity_factors(config),
     )
-    return replace(raw, ttft=queued)
+    decoding = loaded.decoding
+    return replace(raw, ttft=loaded.queued_ttft, tpot=decoding.tpot, itl=decoding.itl)
 
 
 # Replicas the other P/D role is multiplied by so that it cannot be what limits the fleet's capacity.

@@ -69,6 +69,10 @@ def with_replicas(config: ServingConfig, role: Role, replicas: int) -> ServingCo
     )
 
 
+# A batch cap large enough not to bind.
+UNBOUNDED_CAP = 1 << 16
+
+
 def with_batch_cap(config: ServingConfig, role: Role, cap: int) -> ServingConfig:
     def capped(deployment: RoleDeployment) -> RoleDeployment:
         if deployment.role is not role:
