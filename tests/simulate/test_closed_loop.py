@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from frontier_operator.api import load_target_file
+import yaml
+
+from frontier_operator.api import load_target_file, parse_target
 from frontier_operator.api.spec import TuningMode
 from frontier_operator.perf.types import Role
+from frontier_operator.planner.describe import describe_config
 from frontier_operator.sim import changes as twin
 from frontier_operator.sim.closed_loop import (
     ORACLE_MEASURE_S,
@@ -63,6 +66,24 @@ def test_recommend_mode_only_proposes_and_leaves_the_twin_alone() -> None:
     assert not any(e.changed_fleet for e in run.timeline)
     assert len(run.fleet.history) == 1  # only the start
     assert run.applied.config == setup.plan.chosen.config
+
+
+def test_a_fleet_only_the_optimistic_plan_holds_is_explored_even_when_predicted_to_serve() -> None:
+    # DeepSeek-R1 behind a weighted route, seed 2: nvfp4 TP8 cap 64 ×1 is predicted to serve at half the plan's
+    # cost but lies outside the planner's margins, so the plan (TP8 EP8 cap 32 ×2) does not hold it and
+    # `cheaper_canary` never weighs it; exploration used to leave it to that rule and tried a same-cost fleet.
+    document = yaml.safe_load((REPOSITORY / "examples" / "deepseek-r1-low-latency.yaml").read_text())
+    document["spec"]["serving"] = {"traffic": {"splitting": "http-route"}}
+    target = parse_target(document)
+    plan = prepare(target, seed=2).plan
+    result = simulate(target, hours=1.0, seed=2, mode=TuningMode.AUTO, oracle=False)
+    starts = [e for e in result.timeline if e.kind == "StartCanary" and e.changed_fleet]
+    assert starts and "exploring nvfp4 TP8 +MTP3 cap 64 ×1" in starts[0].reason, [e.reason for e in starts]
+    promoted = [e for e in result.timeline if e.kind == "PromoteCanary" and e.changed_fleet]
+    assert promoted and promoted[0].config == "nvfp4 TP8 +MTP3 cap 64 ×1"
+    planned = [plan.chosen, *(r.candidate for r in plan.runner_ups)]
+    assert "nvfp4 TP8 +MTP3 cap 64 ×1" not in {describe_config(c.config) for c in planned}
+    assert 2 * promoted[0].gpus == plan.chosen.config.total_gpus
 
 
 def test_stationary_noise_with_a_correct_model_does_not_flap() -> None:

@@ -463,7 +463,8 @@ def test_through_the_service_an_exploration_takes_half_of_the_traffic_only_on_a_
     assert "once the model, confirmed on the running fleet, vouches for its canary" in unvouched.reason
     # With the model exactly right, four sigmas of optimism find eleven fp8 TP1 replicas predicted narrowly over
     # the SLO (behind a route they are explored on a tenth); six of them at half the traffic carry the same load
-    # per replica, still over it.
+    # per replica, still over it, so the Service's half goes to the next most promising fleet the model vouches
+    # for instead.
     exact = _drifted_calibration(windows=3, factor=1.0)
     routed = _decide(
         observation(group(), end=WINDOW_TICK),
@@ -472,7 +473,9 @@ def test_through_the_service_an_exploration_takes_half_of_the_traffic_only_on_a_
         now=WINDOW_TICK,
     )
     assert isinstance(routed.action, StartCanary) and "fp8 TP1 cap 20 ×11" in routed.reason
-    assert _hold(_through_the_service(4.0, exact)) is Hold.SLO_MET
+    next_best = _through_the_service(4.0, exact)
+    assert isinstance(next_best.action, StartCanary) and next_best.action.share == 0.5
+    assert "exploring bf16 TP4 cap 64 ×3" in next_best.reason and "fp8 TP1" not in next_best.reason
     # A share the spec sets is the limit, never exceeded; asked for half, half is what it takes.
     capped = _through_the_service(3.0, confirmed, canary_share=0.25)
     assert _hold(capped) is Hold.SLO_MET

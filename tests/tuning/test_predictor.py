@@ -1,4 +1,5 @@
-"""The calibrated predictor's first token: it waits in the corrected fleet's queue, not the raw model's."""
+"""The calibrated predictor under load: first tokens wait in the corrected fleet's queue, not the raw model's, and
+past the raw model's knee the decode is the raw one's without its batch cap, scaled by the learnt factor."""
 
 from __future__ import annotations
 

@@ -21,12 +21,12 @@ the stable fleet cannot carry.
   cost less than the stable fleet by more than the promotion margin (an image or a headroom canary: not cost
   more than the margin over it); otherwise roll back.
 
-**Exploration** (the jagged frontier): among the plan's neighbours — or, when none qualifies, those of the
-plan a one-sigma-pessimistic model would hide (`_optimistic_neighbours`) — the one whose optimistic cost
-(the corrected prediction lowered by `optimism` × its one-sigma error, never below one replica per role)
-beats the stable fleet by the margin most, unless it is simply the cheaper plan. At most one per
-exploration interval, only with room for two changes in the hourly budget, and never a configuration
-rolled back in the last day.
+**Exploration** (the jagged frontier): among the plan's neighbours and those of the plan a
+one-sigma-pessimistic model would hide (`_optimistic_neighbours`), the one whose optimistic cost (the corrected
+prediction lowered by `optimism` × its one-sigma error, never below one replica per role) beats the stable fleet
+by the margin most and that can start, unless it is a fleet of the plan's that the cheaper-canary rule starts. At
+most one per exploration interval, only with room for two changes in the hourly budget, and never a
+configuration rolled back in the last day.
 
 **Headroom.** A stable fleet that meets the SLO but, by the corrected model, carries today's traffic without the
 capacity headroom the planner sizes for, while the plan in force is a different structure that has it at no more
@@ -607,45 +607,55 @@ def explore(s: Situation) -> Proposal | None:
         return None
     # Upper confidence over both sets, the plan's runner-ups and the fleets an optimistic plan would choose: a
     # runner-up that could be a little cheaper must not hide a fleet that could be much cheaper (Llama-70B: TP2
-    # cap 24 ×3, 9 %, against TP2 cap 137 ×1, 50 %); a tie goes to the plan's own fleet (`max` keeps the first).
+    # cap 24 ×3, 9 %, against TP2 cap 137 ×1, 50 %); a tie goes to the plan's own fleet (the sort is stable).
     # The optimistic plan's fleets are sized by optimistic capacity; a canary at its traffic share cannot
     # show capacity (the verdict projects it from the model), so these must carry today's traffic with
     # the headroom by the expected prediction — only their latencies are given the benefit of the doubt.
-    options = [
-        _most_promising(s, _neighbours(s), workload, stable_cost),
-        _most_promising(s, _optimistic_neighbours(s, workload), workload, stable_cost, expected_capacity=True),
-    ]
-    best = max((o for o in options if o is not None), key=lambda o: o[0], default=None)
-    if best is None:
-        return None
-    gain, priced = best
-    why = (
-        f"exploring {describe_config(priced.candidate.config)}: expected ${priced.prediction.cost_per_mtok:.3g}/Mtok "
-        f"against the stable ${stable_cost:.3g}/Mtok, but its prediction is uncertain (±{priced.sigma:.0%}) and "
-        f"could be {gain:.0%} cheaper"
+    # The most promising fleet that can start is explored: one that the GPU budget or a share limit rules out
+    # must not hold back the next (GLM-5 behind a route: a P/D canary of 24 GPUs beside the 64 in use).
+    neighbours = _neighbours(s)
+    planned = {(c.config, c.pool.name) for c in neighbours}
+    ranked = sorted(
+        [
+            *_promising(s, neighbours, workload, stable_cost, planned),
+            *_promising(s, _optimistic_neighbours(s, workload), workload, stable_cost, planned, expected_capacity=True),
+        ],
+        key=lambda option: -option[0],
     )
-    return _start(
-        s,
-        config=priced.candidate.config,
-        pool=priced.candidate.pool,
-        motive=CanaryMotive.EXPLORATION,
-        stable_cost=stable_cost,
-        cost=priced.prediction.cost_per_mtok,
-        why=why,
-    )
+    for gain, priced in ranked:
+        why = (
+            f"exploring {describe_config(priced.candidate.config)}: expected "
+            f"${priced.prediction.cost_per_mtok:.3g}/Mtok against the stable ${stable_cost:.3g}/Mtok, but its "
+            f"prediction is uncertain (±{priced.sigma:.0%}) and could be {gain:.0%} cheaper"
+        )
+        proposal = _start(
+            s,
+            config=priced.candidate.config,
+            pool=priced.candidate.pool,
+            motive=CanaryMotive.EXPLORATION,
+            stable_cost=stable_cost,
+            cost=priced.prediction.cost_per_mtok,
+            why=why,
+        )
+        if proposal is not None:
+            return proposal
+    return None
 
 
-def _most_promising(
+def _promising(
     s: Situation,
     candidates: list[Evaluated],
     workload: Workload,
     stable_cost: float,
+    planned: set[tuple[ServingConfig, str]],
     *,
     expected_capacity: bool = False,
-) -> tuple[float, _Priced] | None:
-    """The candidate whose optimistic cost beats the stable one by the margin the most (upper confidence)."""
+) -> list[tuple[float, _Priced]]:
+    """The candidates whose optimistic cost beats the stable one by the margin (upper confidence), with that gain.
+
+    `planned`: the (configuration, pool) of the plan's own fleets, which `cheaper_canary` weighs first."""
     kappa = s.policy.exploration_optimism
-    best: tuple[float, _Priced] | None = None
+    promising: list[tuple[float, _Priced]] = []
     for candidate in candidates:
         prediction = s.forecaster.predict(candidate.config, candidate.pool, workload)
         if prediction is None or not math.isfinite(prediction.cost_per_mtok):
@@ -660,13 +670,21 @@ def _most_promising(
         optimistic_gain = 1.0 - prediction.cost_per_mtok * _optimistic_share(candidate.config, optimism) / stable_cost
         # What `cheaper_canary` would start is not exploration; a candidate predicted much cheaper but short of
         # the SLO by less than its uncertainty is (it fell through both rules before: Llama-70B's TP2 fleet,
-        # half the GPUs of the plan, predicted a few percent over the limit, was the oracle).
-        plain = expected_gain > s.policy.promote_margin and s.serves(prediction, workload)
+        # half the GPUs of the plan, predicted a few percent over the limit, was the oracle). `cheaper_canary`
+        # weighs only the plan's fleets: one only the optimistic plan holds is explored even when it is predicted
+        # to serve plainly cheaper, or no rule starts it (DeepSeek-R1 behind a route, seed 2: nvfp4 TP8 cap 64 ×1,
+        # half the cost, predicted to serve yet outside the planner's margins, lost the exploration to a same-cost
+        # fleet; the loop stayed at twice the oracle's cost for six hours).
+        plain = (
+            expected_gain > s.policy.promote_margin
+            and s.serves(prediction, workload)
+            and (candidate.config, candidate.pool.name) in planned
+        )
         if not optimistic_slo or plain:
             continue
-        if optimistic_gain > s.policy.promote_margin and (best is None or optimistic_gain > best[0]):
-            best = (optimistic_gain, _Priced(candidate, prediction, sigma))
-    return best
+        if optimistic_gain > s.policy.promote_margin:
+            promising.append((optimistic_gain, _Priced(candidate, prediction, sigma)))
+    return promising
 
 
 def recent_changes(s: Situation) -> int:
