@@ -21,6 +21,7 @@ from frontier_operator.sim.closed_loop import (
     prepare,
     run_loop,
     simulate,
+    simulate_prepared,
     twin_changes,
 )
 from frontier_operator.sim.oracle import check_config
@@ -74,9 +75,9 @@ def test_a_fleet_only_the_optimistic_plan_holds_is_explored_even_when_predicted_
     # `cheaper_canary` never weighs it; exploration used to leave it to that rule and tried a same-cost fleet.
     document = yaml.safe_load((REPOSITORY / "examples" / "deepseek-r1-low-latency.yaml").read_text())
     document["spec"]["serving"] = {"traffic": {"splitting": "http-route"}}
-    target = parse_target(document)
-    plan = prepare(target, seed=2).plan
-    result = simulate(target, hours=1.0, seed=2, mode=TuningMode.AUTO, oracle=False)
+    setup = prepare(parse_target(document), seed=2)
+    plan = setup.plan
+    result = simulate_prepared(setup, hours=1.0, seed=2, mode=TuningMode.AUTO, oracle=False)
     starts = [e for e in result.timeline if e.kind == "StartCanary" and e.changed_fleet]
     assert starts and "exploring nvfp4 TP8 +MTP3 cap 64 ×1" in starts[0].reason, [e.reason for e in starts]
     promoted = [e for e in result.timeline if e.kind == "PromoteCanary" and e.changed_fleet]
