@@ -15,6 +15,7 @@ from frontier_operator.perf.queueing import (
     closed_loop_aggregated,
     kingman_wait,
     lognormal_quantile,
+    open_loop_aggregated,
     waiting_quantile,
 )
 from frontier_operator.perf.steps import PrefillCost
@@ -146,6 +147,20 @@ def test_the_receive_window_counts_iterations_not_tokens() -> None:
     plain = _closed(plain_decode, prefill, 30).ttft_s - _closed(plain_decode, prefill, 1).ttft_s
     drafted = _closed(drafted_decode, prefill, 30).ttft_s - _closed(drafted_decode, prefill, 1).ttft_s
     assert drafted > 1.8 * plain
+
+
+def test_an_arrival_waits_for_half_the_decode_forward_in_flight() -> None:
+    """A new prompt waits for the decode forward in progress, half of it on average. Under speculative decoding
+    that forward (draft steps and verify) yields several tokens, so it lasts that many token times: at the same
+    pace per token, three tokens per forward make the wait three times as long."""
+    plain, prefill = _receive_setup()
+    drafted, _ = _receive_setup(tokens_per_step=3.0)
+    rate = 0.5
+    open_plain = open_loop_aggregated(rate, plain, prefill, 1024, arrival_cv=1.0, service_cv=0.0)
+    open_drafted = open_loop_aggregated(rate, drafted, prefill, 1024, arrival_cv=1.0, service_cv=0.0)
+    assert open_drafted.ttft_s - open_plain.ttft_s == pytest.approx(open_plain.decode_token_s, rel=1e-9)
+    closed_plain, closed_drafted = _closed(plain, prefill, 1), _closed(drafted, prefill, 1)
+    assert closed_drafted.ttft_s - closed_plain.ttft_s == pytest.approx(closed_plain.decode_token_s, rel=0.05)
 
 
 def test_the_first_wave_of_a_run_weighs_its_share_whatever_the_steady_state() -> None:

@@ -6,8 +6,8 @@ import pytest
 
 from frontier_operator.perf.model import PerformanceModel
 from frontier_operator.perf.speculative import accept_length, acceptance_probability
-from frontier_operator.perf.types import Speculative, SpeculativeAlgorithm
-from perf_support import gpu, model, worker
+from frontier_operator.perf.types import Role, RoleDeployment, ServingConfig, Speculative, SpeculativeAlgorithm
+from perf_support import gpu, model, worker, workload
 
 MTP = Speculative(SpeculativeAlgorithm.NEXTN, num_steps=3, eagle_topk=1, num_draft_tokens=4)
 EAGLE = Speculative(SpeculativeAlgorithm.EAGLE3, num_steps=3, eagle_topk=1, num_draft_tokens=4, draft_model="d")
@@ -89,3 +89,36 @@ def test_speculation_stops_paying_once_decode_is_compute_bound(shipped: Performa
         )
         assert low < 0.7, name
         assert high > 0.9, name
+
+
+def test_a_drafted_prefill_also_runs_the_draft_over_the_prompt(shipped: PerformanceModel) -> None:
+    """SGLang prefills the draft over every prompt token after the target (its hidden states seed the first
+    drafts); a draft is one layer's worth of the target, so DeepSeek-R1's 61 layers prefill as 62."""
+    arch, device = model("DeepSeek-R1"), gpu("H200")
+    plain = worker("H200", tp=8, weight_format="fp8-block", max_running=256)
+    drafted = worker("H200", tp=8, weight_format="fp8-block", max_running=256, speculative=MTP)
+    for tokens in (1024, 8192):
+        ratio = shipped.prefill_time(arch, device, drafted, tokens) / shipped.prefill_time(arch, device, plain, tokens)
+        assert ratio == pytest.approx(62 / 61)
+    forward_ratio = shipped.prefill_forward_time(
+        arch, device, drafted, sequences=4, new_tokens=1024
+    ) / shipped.prefill_forward_time(arch, device, plain, sequences=4, new_tokens=1024)
+    assert forward_ratio == pytest.approx(62 / 61)
+
+
+def test_a_drafted_prefill_worker_delays_the_first_token_by_the_drafts_pass(shipped: PerformanceModel) -> None:
+    """Through the whole P/D prediction: at a trickle of 8k-token prompts the first token comes at least the
+    draft's share of a prefill later on workers that draft (the decode workers' pace does not enter TTFT)."""
+    arch, device = model("DeepSeek-R1"), gpu("H200")
+
+    def pd(spec: Speculative | None) -> ServingConfig:
+        role = worker("H200", tp=8, weight_format="fp8-block", max_running=256, speculative=spec)
+        return ServingConfig(
+            arch.name, (RoleDeployment(Role.PREFILL, role, 1), RoleDeployment(Role.DECODE, role, 1)), "nixl"
+        )
+
+    trickle = workload(rate=0.01, input_mean=8000, output_mean=500)
+    plain = shipped.predict(arch, device, pd(None), trickle, 1.0).ttft.p50
+    drafted = shipped.predict(arch, device, pd(MTP), trickle, 1.0).ttft.p50
+    prefill = shipped.prefill_time(arch, device, worker("H200", tp=8, weight_format="fp8-block", max_running=256), 8000)
+    assert drafted - plain >= prefill / 61

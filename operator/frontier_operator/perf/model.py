@@ -234,7 +234,8 @@ class PerformanceModel:
         """Seconds until `requests` prompts of `input_tokens` (`cached_tokens` of them cached) are prefilled."""
         hw = self.hardware(arch, gpu, worker)
         new_tokens = input_tokens - cached_tokens
-        return prefill_cost(hw, new_tokens, cached_tokens, _chunk(worker, new_tokens), requests).latency_s
+        cost = prefill_cost(hw, new_tokens, cached_tokens, _chunk(worker, new_tokens), requests)
+        return cost.latency_s * _draft_prefill_factor(arch, worker)
 
     def prefill_forward_time(
         self,
@@ -250,7 +251,8 @@ class PerformanceModel:
         """Seconds of one prefill forward: `sequences` prompts (or pieces of prompts) of `new_tokens` each, after
         `prefix_tokens` of context, on each of `ranks` busy attention-DP ranks; each attends to its own tokens."""
         hw = self.hardware(arch, gpu, worker)
-        return prefill_forward_seconds(hw, max(sequences, 1.0), max(new_tokens, 1.0), prefix_tokens, max(ranks, 1))
+        seconds = prefill_forward_seconds(hw, max(sequences, 1.0), max(new_tokens, 1.0), prefix_tokens, max(ranks, 1))
+        return seconds * _draft_prefill_factor(arch, worker)
 
     def memory_fit(
         self, arch: ModelArch, gpu: GpuSpec, worker: WorkerConfig, context_tokens: int, *, role: Role = Role.UNIFIED
@@ -519,10 +521,12 @@ class PerformanceModel:
             waiting = capacity * main.replicas / prefill_role.replicas
         p_hw = prefill_side.hardware
         chunk = _chunk(prefill_side.worker, new_tokens)
+        drafted = _draft_prefill_factor(arch, prefill_side.worker)
 
         def prefill_of(input_tokens: float) -> PrefillCost:
             fresh = max(1.0, input_tokens * (1.0 - hit))
-            return self._prefill_cost(p_hw, fresh, input_tokens * hit, _chunk(prefill_side.worker, fresh), 1.0)
+            cost = self._prefill_cost(p_hw, fresh, input_tokens * hit, _chunk(prefill_side.worker, fresh), 1.0)
+            return cost.scaled(drafted)
 
         lengths = workload.input_tokens
 
@@ -542,7 +546,7 @@ class PerformanceModel:
         spread = math.sqrt(sum((node.latency_s - mean_latency) ** 2 for node in nodes) / len(nodes))
         prefill_service = PrefillService(
             single=PrefillCost(mean_latency, mean_gpu, 1.0),
-            batched=self._prefill_cost(p_hw, new_tokens, cached, chunk, waiting),
+            batched=self._prefill_cost(p_hw, new_tokens, cached, chunk, waiting).scaled(drafted),
             overhead_s=c.ttft_overhead_ms * 1e-3,
             handoff_s=transfer_of(input_mean) + fixed_handoff,
             ranks=prefill_side.worker.attention_dp,
@@ -641,6 +645,13 @@ def _chunk(worker: WorkerConfig, new_tokens: float) -> int:
     return max(1, worker.chunked_prefill_size // max(1, worker.attention_dp))
 
 
+def _draft_prefill_factor(arch: ModelArch, worker: WorkerConfig) -> float:
+    """Prefill time with speculative decoding over without: after the target's prefill forward SGLang runs the
+    draft over the same prompt tokens (eagle_worker_v2 `_forward_prefill_batch`, "Draft prefill"), and a draft
+    (an MTP head, an EAGLE-3 head) is about one layer of the target, as in `_token_seconds`."""
+    return 1.0 + 1.0 / arch.num_layers if worker.speculative is not None else 1.0
+
+
 def _token_seconds(hw: Hardware, worker: WorkerConfig, batch: float, context: float, kind: str) -> float:
     spec = worker.speculative
     if spec is None:
@@ -678,7 +689,9 @@ def _percentiles(
     pauses = prefill_utilization / max(prefill.single.gpu_seconds_per_request, 1e-12) * steps * state.tpot_s
     pause_s = prefill.single.gpu_seconds_per_request
     interrupted_share = min(1.0, prefill_utilization / max(prefill.single.gpu_seconds_per_request, 1e-12) * token_s)
-    residual = 0.5 * token_s * (1 if plan.prefill is None and state.decode_batch > 0 else 0)
+    # Half the decode forward in flight, which yields `tokens_per_step` tokens (queueing.open_loop_aggregated).
+    iteration_s = token_s * plan.decode_service.tokens_per_step
+    residual = 0.5 * iteration_s if plan.prefill is None and state.decode_batch > 0 else 0.0
     prefill_wait = _conditional_wait(state.prefill_wait_s - residual, state.prefill_wait_probability)
     slot = _conditional_wait(state.slot_wait_s, state.slot_wait_probability)
     lower = 0.0

@@ -214,8 +214,9 @@ def open_loop_aggregated(
         return _saturated(rate_per_s, decode, rho)
     token_s = decode.token_seconds(max(batch, 1.0))
     tpot = token_s * slowdown
-    # A new prompt also waits for the decode forward in flight (mean residual: half an iteration).
-    residual = 0.5 * token_s if batch > 0 else 0.0
+    # A new prompt also waits for the decode forward in flight (mean residual: half an iteration, which under
+    # speculative decoding yields `tokens_per_step` tokens).
+    residual = 0.5 * token_s * decode.tokens_per_step if batch > 0 else 0.0
     slot_s, slot_p = slot_wait(batch, decode.capacity, steps * tpot, arrival_cv)
     ttft = prefill.overhead_s + residual + wait + prefill.single.latency_s + slot_s
     return SteadyState(
@@ -424,7 +425,7 @@ def closed_loop_aggregated(
             if recv_interval <= 1
             else _held_for_receive(rate, token_s * decode.tokens_per_step, recv_interval, prefill)
         )
-        return prefill.overhead_s + 0.5 * token_s + held + queue_at(rate)[0] + prefill_s
+        return prefill.overhead_s + 0.5 * token_s * decode.tokens_per_step + held + queue_at(rate)[0] + prefill_s
 
     def implied(batch: float) -> float:
         rate, token_s = rate_at(batch)

@@ -145,6 +145,10 @@ class PrefillCost:
     gpu_seconds_per_request: float
     requests_per_batch: float
 
+    def scaled(self, factor: float) -> PrefillCost:
+        """The same prefill `factor` times as long (latency and GPU time alike)."""
+        return PrefillCost(self.latency_s * factor, self.gpu_seconds_per_request * factor, self.requests_per_batch)
+
 
 def prefill_cost(
     hw: Hardware,
