@@ -689,9 +689,8 @@ def _percentiles(
     pauses = prefill_utilization / max(prefill.single.gpu_seconds_per_request, 1e-12) * steps * state.tpot_s
     pause_s = prefill.single.gpu_seconds_per_request
     interrupted_share = min(1.0, prefill_utilization / max(prefill.single.gpu_seconds_per_request, 1e-12) * token_s)
-    # Half the decode forward in flight, which yields `tokens_per_step` tokens (queueing.open_loop_aggregated).
-    iteration_s = token_s * plan.decode_service.tokens_per_step
-    residual = 0.5 * iteration_s if plan.prefill is None and state.decode_batch > 0 else 0.0
+    # Half the decode forward in flight (queueing.open_loop_aggregated).
+    residual = 0.5 * plan.decode_service.forward_s(token_s) if plan.prefill is None and state.decode_batch > 0 else 0.0
     prefill_wait = _conditional_wait(state.prefill_wait_s - residual, state.prefill_wait_probability)
     slot = _conditional_wait(state.slot_wait_s, state.slot_wait_probability)
     lower = 0.0

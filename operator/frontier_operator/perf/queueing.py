@@ -44,6 +44,11 @@ class DecodeService:
     # Output tokens one decode iteration yields per request: 1, or the accept length of speculative decoding.
     tokens_per_step: float = 1.0
 
+    def forward_s(self, token_s: float) -> float:
+        """One decode forward at `token_s` per output token: under speculative decoding a whole draft-and-verify
+        iteration, which yields `tokens_per_step` tokens."""
+        return token_s * self.tokens_per_step
+
 
 @dataclass(frozen=True)
 class PrefillService:
@@ -214,9 +219,8 @@ def open_loop_aggregated(
         return _saturated(rate_per_s, decode, rho)
     token_s = decode.token_seconds(max(batch, 1.0))
     tpot = token_s * slowdown
-    # A new prompt also waits for the decode forward in flight (mean residual: half an iteration, which under
-    # speculative decoding yields `tokens_per_step` tokens).
-    residual = 0.5 * token_s * decode.tokens_per_step if batch > 0 else 0.0
+    # A new prompt also waits for the decode forward in flight (mean residual: half of it).
+    residual = 0.5 * decode.forward_s(token_s) if batch > 0 else 0.0
     slot_s, slot_p = slot_wait(batch, decode.capacity, steps * tpot, arrival_cv)
     ttft = prefill.overhead_s + residual + wait + prefill.single.latency_s + slot_s
     return SteadyState(
@@ -423,9 +427,9 @@ def closed_loop_aggregated(
         held, prefill_s = (
             (0.0, p_latency)
             if recv_interval <= 1
-            else _held_for_receive(rate, token_s * decode.tokens_per_step, recv_interval, prefill)
+            else _held_for_receive(rate, decode.forward_s(token_s), recv_interval, prefill)
         )
-        return prefill.overhead_s + 0.5 * token_s * decode.tokens_per_step + held + queue_at(rate)[0] + prefill_s
+        return prefill.overhead_s + 0.5 * decode.forward_s(token_s) + held + queue_at(rate)[0] + prefill_s
 
     def implied(batch: float) -> float:
         rate, token_s = rate_at(batch)
