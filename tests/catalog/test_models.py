@@ -431,6 +431,11 @@ def broken_catalog(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callab
         (lambda entry: entry.update(attention="gqa"), "mla"),
         (lambda entry: entry.update(native_dtype="bf16"), "checkpoints"),
         (lambda entry: entry.update(aliases=["deepseek-ai/DeepSeek-R1"]), "would resolve to both"),
+        (lambda entry: entry.update(kept_in_bf16={"mxfp4": ["attention"]}), "has no checkpoint"),
+        (lambda entry: entry.update(kept_in_bf16={"nvfp4": ["router"]}), "unknown module groups"),
+        (lambda entry: entry.update(kept_in_bf16={"nvfp4": ["attention", "attention_inputs"]}), "both attention"),
+        (lambda entry: entry.update(kept_in_bf16={"nvfp4": "attention"}), "list of non-empty strings"),
+        (lambda entry: entry.update(mtp_layers=0), "names draft, but the model has no MTP layers"),
     ],
 )
 def test_broken_catalog_entry_is_reported(

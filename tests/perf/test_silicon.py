@@ -570,3 +570,26 @@ def test_an_inferencex_run_before_its_harness_warmed_up_the_server_is_fitted_on_
     residual = case_residual(PerformanceModel.default(), cold_case)
     assert residual is not None and residual.ttft is None and residual.tpot is not None
     assert fittable([cold_case, warm_case]) == [cold_case, warm_case]
+
+
+def test_inferencex_fp4_deepseek_runs_are_read_with_the_checkpoint_they_loaded() -> None:
+    # The dump files twins of its DeepSeek-R1 FP4 runs under DeepSeek-V3; InferenceX served R1-0528's "v2" export,
+    # whose attention output projection is FP4, not DeepSeek-V3-0324-NVFP4 with all of its attention in BF16.
+    served = dict(parse_row(_b200_nvfp4_as_filed("2026-03-02")).arch.kept_in_bf16)
+    assert served == {"nvfp4": ("attention_inputs", "draft")}
+    twin = parse_row({**_b200_nvfp4_as_filed("2026-03-02"), "model_path": "deepseek-ai/DeepSeek-V3"})
+    assert twin.arch.name == "DeepSeek-V3" and dict(twin.arch.kept_in_bf16) == served
+    # Another source, or another format, keeps the catalog's export.
+    for other in (
+        {
+            **_b200_nvfp4_as_filed("2026-03-02"),
+            "model_path": "deepseek-ai/DeepSeek-V3",
+            "silicon_data_source": "own; silicon_concurrency=64",
+        },
+        {
+            **_b200_nvfp4_as_filed("2026-03-02", precision="fp8"),
+            "model_path": "deepseek-ai/DeepSeek-V3",
+            "moe_quant_mode": "fp8_block",
+        },
+    ):
+        assert dict(parse_row(other).arch.kept_in_bf16) == {"nvfp4": ("attention", "draft")}

@@ -102,3 +102,15 @@ def test_lognormal_cv() -> None:
     assert 0 < lognormal_cv(1000, 1500) < lognormal_cv(1000, 2000) < lognormal_cv(1000, 10_000)
     # The most skewed shape two numbers allow: σ = z90, CV ≈ 2.1.
     assert lognormal_cv(1000, 10_000) == pytest.approx(math.sqrt(math.expm1(1.2815515655446004**2)))
+
+
+def test_a_replaced_checkpoint_drops_what_the_catalog_knows_it_keeps_in_bf16() -> None:
+    document = yaml.safe_load((EXAMPLES / "deepseek-r1-low-latency.yaml").read_text())
+    catalog = plan_request_from_spec(parse_spec(document["spec"])).arch
+    assert dict(catalog.kept_in_bf16)["nvfp4"] == ("attention_inputs", "draft")
+    # Naming the catalog's own export keeps its facts; another repository is taken as quantized throughout.
+    for repository, kept in (("nvidia/deepseek-r1-0528-fp4-v2", True), ("example/DeepSeek-R1-all-FP4", False)):
+        document["spec"]["model"]["checkpoints"] = {"nvfp4": repository}
+        arch = plan_request_from_spec(parse_spec(document["spec"])).arch
+        assert arch.checkpoint_for("nvfp4") == repository
+        assert ("nvfp4" in dict(arch.kept_in_bf16)) is kept

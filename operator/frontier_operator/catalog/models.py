@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from frontier_operator.catalog.data_files import load_data_file
-from frontier_operator.catalog.types import AttentionKind, LayerMix, MlaDims, ModelArch, MoeDims
+from frontier_operator.catalog.types import BF16_MODULE_GROUPS, AttentionKind, LayerMix, MlaDims, ModelArch, MoeDims
 
 MODELS_FILE = "models.yaml"
 _BILLION = 1e9
@@ -39,7 +39,7 @@ _REQUIRED_KEYS = frozenset(
         "sources",
     }
 )
-_OPTIONAL_KEYS = frozenset({"mla", "moe", "mtp_layers", "aliases"})
+_OPTIONAL_KEYS = frozenset({"mla", "moe", "mtp_layers", "aliases", "kept_in_bf16"})
 
 _T = TypeVar("_T")
 
@@ -188,6 +188,7 @@ def _model_from_entry(raw: Any, position: int) -> ModelArch:
         moe=_moe(entry),
         mtp_layers=entry.count("mtp_layers"),
         checkpoints=_checkpoints(entry),
+        kept_in_bf16=_kept_in_bf16(entry),
         aliases=entry.strings("aliases"),
         sources=entry.strings("sources"),
     )
@@ -243,6 +244,13 @@ def _checkpoints(entry: _Entry) -> tuple[tuple[str, str], ...]:
     return tuple((str(fmt), checkpoints.text(str(fmt))) for fmt in checkpoints.values)
 
 
+def _kept_in_bf16(entry: _Entry) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    kept = entry.child("kept_in_bf16")
+    if kept is None:
+        return ()
+    return tuple((str(fmt), kept.strings(str(fmt))) for fmt in kept.values)
+
+
 def _check_consistency(model: ModelArch, entry: _Entry) -> None:
     """Invariants a hand-edited entry could break; the performance model relies on them."""
     mix = model.layers
@@ -258,6 +266,15 @@ def _check_consistency(model: ModelArch, entry: _Entry) -> None:
         raise entry.fail("attention", "is gqa but every head has its own KV head (that is mha)")
     if model.active_params > model.total_params:
         raise entry.fail("active_params_b", "exceeds total_params_b")
+    for weight_format, groups in model.kept_in_bf16:
+        if model.checkpoint_for(weight_format) is None:
+            raise entry.fail("kept_in_bf16", f"names {weight_format!r}, which has no checkpoint")
+        if unknown := set(groups) - set(BF16_MODULE_GROUPS):
+            raise entry.fail("kept_in_bf16", f"names unknown module groups {sorted(unknown)}")
+        if {"attention", "attention_inputs"} <= set(groups):
+            raise entry.fail("kept_in_bf16", "names both attention and attention_inputs (the latter is part of it)")
+        if "draft" in groups and not model.mtp_layers:
+            raise entry.fail("kept_in_bf16", "names draft, but the model has no MTP layers")
     if model.checkpoint_for(model.native_dtype) != model.hf_id:
         raise entry.fail("checkpoints", f"must list hf_id under its native_dtype {model.native_dtype!r}")
     moe = model.moe

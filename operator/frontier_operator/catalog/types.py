@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+# What a quantized checkpoint may leave in BF16 (`ModelArch.kept_in_bf16`): every attention projection; the
+# attention's input projections only (the output projection quantized); the MTP draft layers.
+BF16_MODULE_GROUPS = ("attention", "attention_inputs", "draft")
+
 
 class AttentionKind(StrEnum):
     MHA = "mha"
@@ -76,6 +80,9 @@ class ModelArch:
     mtp_layers: int = 0
     # Hugging Face repositories of checkpoints per weight format, e.g. {"fp8": "deepseek-ai/DeepSeek-R1"}.
     checkpoints: tuple[tuple[str, str], ...] = ()
+    # Module groups (`BF16_MODULE_GROUPS`) a format's checkpoint leaves in BF16, as its quantization config's
+    # exclude list says, e.g. {"nvfp4": ("attention_inputs", "draft")}: weights the format does not shrink.
+    kept_in_bf16: tuple[tuple[str, tuple[str, ...]], ...] = ()
     aliases: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
 

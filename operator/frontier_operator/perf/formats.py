@@ -43,6 +43,9 @@ class WorkerFormats:
     dense_compute: str
     kv_bytes_per_element: float
     weight_only: bool
+    # Module groups the format's checkpoint keeps in BF16 (`ModelArch.kept_in_bf16`): the memory fit counts them
+    # at two bytes per parameter; the roofline streams them at the format's (docs/performance-model.md, Formats).
+    bf16_modules: tuple[str, ...] = ()
 
 
 def _peak(gpu: GpuSpec, number_format: str) -> float:
@@ -68,6 +71,7 @@ def resolve_formats(arch: ModelArch, gpu: GpuSpec, weight_format: str, kv_cache_
         raise UnpredictableConfig(f"KV-cache format {kv.name} does not run on {gpu.name} ({gpu.arch})")
 
     weight_only = mode == "weight-only"
+    kept = _kept_in_bf16(arch, quant.name)
     quant_compute = "bf16" if weight_only else quant.compute_format
     _peak(gpu, quant_compute)
     if quant.moe_only and arch.is_moe:
@@ -82,6 +86,7 @@ def resolve_formats(arch: ModelArch, gpu: GpuSpec, weight_format: str, kv_cache_
             dense_compute=dense_compute,
             kv_bytes_per_element=kv.bytes_per_element,
             weight_only=weight_only,
+            bf16_modules=kept,
         )
     return WorkerFormats(
         expert_bytes_per_param=quant.weight_bytes_per_param,
@@ -90,7 +95,18 @@ def resolve_formats(arch: ModelArch, gpu: GpuSpec, weight_format: str, kv_cache_
         dense_compute=quant_compute,
         kv_bytes_per_element=kv.bytes_per_element,
         weight_only=weight_only,
+        bf16_modules=kept,
     )
+
+
+def _kept_in_bf16(arch: ModelArch, format_name: str) -> tuple[str, ...]:
+    """The module groups the catalog says `arch`'s checkpoint of that format keeps in BF16 (listed under any
+    of the format's names)."""
+    for listed, groups in arch.kept_in_bf16:
+        found = find_quant_format(listed)
+        if found is not None and found.name == format_name:
+            return groups
+    return ()
 
 
 def peak_tflops(gpu: GpuSpec, number_format: str) -> float:

@@ -90,6 +90,16 @@ class ParamInventory:
     moe_layers: int
     experts: int
     experts_per_token: int
+    # The attention's output projection (part of `attention`), which some checkpoints quantize alone.
+    attention_output: float = 0.0
+
+    def attention_in_bf16(self, bf16_modules: tuple[str, ...]) -> float:
+        """Attention parameters per layer that a checkpoint keeping `bf16_modules` in BF16 leaves unquantized."""
+        if "attention" in bf16_modules:
+            return self.attention
+        if "attention_inputs" in bf16_modules:
+            return max(0.0, self.attention - self.attention_output)
+        return 0.0
 
     @property
     def total(self) -> float:
@@ -149,11 +159,15 @@ def _attention_params(arch: ModelArch) -> float:
         q = hidden * mla.q_lora_rank + mla.q_lora_rank * heads * qk if mla.q_lora_rank else hidden * heads * qk
         kv_a = hidden * (mla.kv_lora_rank + mla.qk_rope_head_dim)
         kv_b = mla.kv_lora_rank * heads * (mla.qk_nope_head_dim + mla.v_head_dim)
-        out = heads * mla.v_head_dim * hidden
-        return float(q + kv_a + kv_b + out)
-    q_and_out = 2 * hidden * heads * arch.head_dim
+        return float(q + kv_a + kv_b) + _attention_output_params(arch)
+    q = hidden * heads * arch.head_dim
     kv = 2 * hidden * arch.num_kv_heads * arch.head_dim
-    return float(q_and_out + kv)
+    return float(q + kv) + _attention_output_params(arch)
+
+
+def _attention_output_params(arch: ModelArch) -> float:
+    value_dim = arch.mla.v_head_dim if arch.mla is not None else arch.head_dim
+    return float(arch.num_attention_heads * value_dim * arch.hidden_size)
 
 
 @cache
@@ -187,6 +201,7 @@ def inventory(arch: ModelArch) -> ParamInventory:
             moe_layers=0,
             experts=0,
             experts_per_token=0,
+            attention_output=_attention_output_params(arch),
         )
     moe = arch.moe
     moe_layers = layers - moe.dense_layers
@@ -218,6 +233,7 @@ def inventory(arch: ModelArch) -> ParamInventory:
         moe_layers=moe_layers,
         experts=moe.num_experts,
         experts_per_token=moe.experts_per_token,
+        attention_output=_attention_output_params(arch),
     )
 
 

@@ -12,6 +12,7 @@ import math
 from frontier_operator.catalog.types import GpuSpec, ModelArch
 from frontier_operator.perf.formats import WorkerFormats
 from frontier_operator.perf.kernels import (
+    BYTES_BF16,
     HEAD_BYTES_PER_PARAM,
     WorkerShape,
     attended_tokens,
@@ -86,7 +87,9 @@ def weights_per_gpu_bytes(arch: ModelArch, formats: WorkerFormats, worker: Worke
     inv = inventory(arch)
     shape = shape_of(worker)
     per_stage = 1.0 / shape.pp
-    attention = arch.num_layers * inv.attention * formats.dense_bytes_per_param / shape.attention_tp
+    kept = inv.attention_in_bf16(formats.bf16_modules)
+    attention_per_layer = (inv.attention - kept) * formats.dense_bytes_per_param + kept * BYTES_BF16
+    attention = arch.num_layers * attention_per_layer / shape.attention_tp
     dense = inv.dense_layers * inv.dense_ffn * formats.dense_bytes_per_param / shape.tp
     experts = inv.moe_layers * inv.experts * inv.routed_expert * formats.expert_bytes_per_param / shape.tp
     shared = inv.moe_layers * (inv.shared_experts + inv.router) * formats.dense_bytes_per_param / shape.tp
@@ -95,7 +98,9 @@ def weights_per_gpu_bytes(arch: ModelArch, formats: WorkerFormats, worker: Worke
     # With pipeline parallelism the first stage holds the embedding and the last the head; the fullest GPU
     # carries its share of layers plus the larger of the two.
     ends = embedding + head if shape.pp == 1 else max(embedding, head)
-    draft = draft_params(arch, worker.speculative) * formats.dense_bytes_per_param / shape.tp
+    nextn = worker.speculative is not None and worker.speculative.algorithm is SpeculativeAlgorithm.NEXTN
+    draft_bytes = BYTES_BF16 if nextn and "draft" in formats.bf16_modules else formats.dense_bytes_per_param
+    draft = draft_params(arch, worker.speculative) * draft_bytes / shape.tp
     return (attention + dense + experts + shared) * per_stage + ends + draft
 
 

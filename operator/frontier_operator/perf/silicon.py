@@ -71,7 +71,10 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   batch × decode workers × decode attention-DP.
 * **Formats.** ``moe_quant_mode``/``gemm_quant_mode``/``precision`` name the weight format (an empty one means
   the model's reference precision). The KV cache is FP8 for FP4 runs and on Blackwell (the published SGLang
-  recipes there pass ``--kv-cache-dtype fp8_e4m3``), BF16 otherwise.
+  recipes there pass ``--kv-cache-dtype fp8_e4m3``), BF16 otherwise. Every FP4 DeepSeek run in the file is
+  InferenceX's, which serves NVIDIA's FP4 export of DeepSeek-R1-0528 (``nvidia/DeepSeek-R1-0528-FP4-V2`` in its
+  benchmark configs) also where the file names DeepSeek-V3: such a row is predicted with that checkpoint's
+  BF16 modules (the attention's input projections and the MTP layer), not DeepSeek-V3-0324-NVFP4's.
 * **Lengths.** InferenceX rows (``db-dump`` or dated ``source_file``) used ``--random-range-ratio 0.8``: lengths
   uniform on [0.8, 1]·nominal, mean 0.9·nominal; AIConfigurator's own rows use fixed lengths.
 * **Run length.** InferenceX's runs send ten requests per client (``--num-prompts $((CONC * 10))`` in its
@@ -102,6 +105,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +197,8 @@ DEP_FILED_AS_MOE_TP_SYSTEMS = ("gb200",)
 # (system, precision, first and last day measured) of InferenceX aggregated runs whose launch script set
 # `--enable-ep-moe` while the dumps file MoE TP = TP and EP 1 (module docstring).
 EP_FLAG_FILED_AS_MOE_TP = (("b200_sxm", "fp4", "2025-09-21", "2025-11-10"),)
+# The FP4 DeepSeek checkpoint InferenceX's runs load (module docstring, "Formats").
+INFERENCEX_FP4_CHECKPOINT = "nvidia/DeepSeek-R1-0528-FP4-v2"
 RECIPE_MEM_FRACTION = 0.90
 TIGHT_MEM_FRACTION = 0.95
 TIGHT_WEIGHT_SHARE = 0.85
@@ -501,6 +507,22 @@ def kv_format_of(weight_format: str, gpu: GpuSpec) -> str:
     return "bf16"
 
 
+def _as_served(row: Mapping[str, str], arch: ModelArch, weight_format: str) -> ModelArch:
+    """`arch` with the BF16 modules of the checkpoint the row's run loaded (module docstring, "Formats")."""
+    if "fp4" not in weight_format.lower() or not _is_inferencex(row) or not arch.name.startswith("DeepSeek"):
+        return arch
+    served = find_model(INFERENCEX_FP4_CHECKPOINT)
+    if served is None or served.kept_in_bf16 == arch.kept_in_bf16:
+        return arch
+    return _with_bf16_modules_of(arch, served)
+
+
+@cache
+def _with_bf16_modules_of(arch: ModelArch, served: ModelArch) -> ModelArch:
+    # One object per pair: the performance model memoises its hardware per architecture object.
+    return replace(arch, kept_in_bf16=served.kept_in_bf16)
+
+
 def _is_inferencex(row: Mapping[str, str]) -> bool:
     source = row.get("silicon_data_source") or ""
     return source.startswith("db-dump") or source.startswith("source_file=20")
@@ -666,6 +688,7 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
     if not isl or not osl:
         raise UnpredictableConfig("isl and osl must be positive")
     weight_format = weight_format_of(row, arch)
+    arch = _as_served(row, arch, weight_format)
     mode = (row.get("mode") or "").strip().lower()
     if mode == "agg":
         worker = _role_worker(row, "", arch, gpu, weight_format, aggregated=True)

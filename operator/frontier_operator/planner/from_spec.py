@@ -91,9 +91,16 @@ def resolve_model(spec: FrontierTargetSpec, model_config: Mapping[str, Any] | No
             )
         arch = found
     if spec.model.checkpoints:
-        # The spec's checkpoints extend (and override) the catalog's.
-        merged = dict(arch.checkpoints) | {fmt.value: repo for fmt, repo in spec.model.checkpoints.items()}
-        arch = replace(arch, checkpoints=tuple(merged.items()))
+        # The spec's checkpoints extend (and override) the catalog's. What the catalog knows a checkpoint keeps in
+        # BF16 is about that checkpoint: a replaced one is taken as quantized throughout.
+        given = {fmt.value: repo for fmt, repo in spec.model.checkpoints.items()}
+        merged = dict(arch.checkpoints) | given
+        kept = tuple(
+            (fmt, groups)
+            for fmt, groups in arch.kept_in_bf16
+            if given.get(fmt, "").lower() in ("", (arch.checkpoint_for(fmt) or "").lower())
+        )
+        arch = replace(arch, checkpoints=tuple(merged.items()), kept_in_bf16=kept)
     return arch
 
 
