@@ -91,7 +91,7 @@ class ParamInventory:
     experts: int
     experts_per_token: int
     # The attention's output projection (part of `attention`), which some checkpoints quantize alone.
-    attention_output: float = 0.0
+    attention_output: float
 
     def attention_in_bf16(self, bf16_modules: tuple[str, ...]) -> float:
         """Attention parameters per layer that a checkpoint keeping `bf16_modules` in BF16 leaves unquantized."""
