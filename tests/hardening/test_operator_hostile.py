@@ -8,8 +8,10 @@ alongside reconcile and become Ready meanwhile.
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.parse
+from collections import Counter
 from typing import Any
 
 import kubernetes
@@ -58,6 +60,18 @@ def _settled(hostile: Case, obj: dict[str, Any]) -> bool:
     return invalid if {"model", "catalog"} & hostile.refused_by else not invalid
 
 
+def _warnings(api: kubernetes.client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    return [e for e in events_for(api, namespace, name) if e["type"] == "Warning"]
+
+
+def _event_posts(api: kubernetes.client.ApiClient, standin: Any, namespace: str) -> str:
+    """What tells a lost Event from a poster that posted none: the Events there are, and how POSTs were answered."""
+    answered = Counter(r.status for r in standin.requests.find(verb="create", resource="events", namespace=namespace))
+    listed = kubernetes.client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False)
+    kinds = Counter(f"{e['type']}/{e['reason']}" for e in json.loads(listed.data)["items"])
+    return f"Events in the namespace: {dict(kinds)}; Event POSTs answered: {dict(answered)}"
+
+
 def _selects(record: Any, target: str) -> bool:
     query = dict(urllib.parse.parse_qsl(record.query))
     return query.get("labelSelector") == f"frontier.dev/target={target}"
@@ -99,9 +113,17 @@ def test_hostile_targets_get_one_warning_each_no_hot_loop_and_good_ones_reconcil
             assert settled["status"]["observedGeneration"] == settled["metadata"]["generation"]
             assert not engine_deployments(kube_api, namespace, hostile.name), f"{hostile.name} deployed something"
 
+        # Kopf posts Events in the background, so the status written with one can land first: wait for each
+        # Warning to be delivered, so that the count below is of Events, not of a race with the poster.
+        names = [h.name for h in ADMITTED]
+        for name in names:
+            try:
+                wait_for(lambda n=name: _warnings(kube_api, namespace, n), timeout=30, interval=0.2, what=name)
+            except AssertionError as error:
+                raise AssertionError(f"{error}: {_event_posts(kube_api, standin, namespace)}") from None
+
         # The hot-loop check: several re-checks of every target later, each has been looked at about once
         # per second, its status has not been rewritten, and it carries exactly one Warning.
-        names = [h.name for h in ADMITTED]
         started, before = time.monotonic(), len(standin.requests.find())
         patches_before = {n: standin.requests.count(verb="patch", resource="frontiertargets", name=n) for n in names}
 
@@ -122,7 +144,7 @@ def test_hostile_targets_get_one_warning_each_no_hot_loop_and_good_ones_reconcil
             assert counts[name] <= 2 * (elapsed / 1.0 + 1), f"{name}: {counts[name]} lists in {elapsed:.1f} s"
             patches = standin.requests.count(verb="patch", resource="frontiertargets", name=name)
             assert patches == patches_before[name], f"{name}: status rewritten {patches - patches_before[name]}x"
-            warnings = [e for e in events_for(kube_api, namespace, name) if e["type"] == "Warning"]
+            warnings = _warnings(kube_api, namespace, name)
             assert len(warnings) == 1, f"{name}: {[(w['reason'], w.get('count')) for w in warnings]}"
             assert warnings[0].get("count", 1) == 1
     assert "Traceback" not in runner.output

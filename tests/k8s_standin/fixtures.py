@@ -348,9 +348,19 @@ _NOISE = ("aiohttp.access", "urllib3.connectionpo")
 
 
 def _operator_log_tail(output: str, lines: int = 60) -> str:
-    """The operator's own last log lines, without the request noise (`_NOISE`)."""
+    """The operator's own warnings and errors, then its last log lines, without the request noise (`_NOISE`).
+
+    The last lines alone are often the shutdown's; a warning (a failed Event post, a retried request) from
+    minutes before is what explains the failure.
+    """
     own = [line for line in output.splitlines() if not any(noise in line for noise in _NOISE)]
-    return "operator log, last lines:\n" + "\n".join(own[-lines:])
+    alarming = [line for line in own if "[WARNING " in line or "[ERROR   ]" in line or "[CRITICAL]" in line]
+    return (
+        f"operator warnings and errors ({len(alarming)}, the first {lines // 2}):\n"
+        + "\n".join(alarming[: lines // 2])
+        + "\noperator log, last lines:\n"
+        + "\n".join(own[-lines:])
+    )
 
 
 @pytest.fixture()

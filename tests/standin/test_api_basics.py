@@ -9,7 +9,7 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, EventsV1Api
 
-from k8s_standin import RequestMatch, StandIn
+from k8s_standin import RequestMatch, StandIn, store
 from k8s_standin.fixtures import get_object, object_path, request_json
 
 
@@ -66,6 +66,20 @@ def test_duplicate_missing_and_generate_name(kube_api: Any, namespace: str) -> N
         for _ in range(3)
     ]
     assert len(set(generated)) == 3 and all(name.startswith("gen-") and len(name) == 9 for name in generated)
+
+
+def test_a_generated_name_that_collides_is_drawn_again_then_409(
+    kube_api: Any, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # KEP-4420 (GA in Kubernetes 1.32): the API server redraws a taken generateName suffix, up to eight draws.
+    draws = iter(["bbbbb", "bbbbb", "ccccc", *["bbbbb"] * 8])
+    monkeypatch.setattr(store, "_random_suffix", lambda: next(draws))
+    core = CoreV1Api(kube_api)
+    names = [core.create_namespaced_config_map(namespace, {"metadata": {"generateName": "gen-"}}) for _ in range(2)]
+    assert [created.metadata.name for created in names] == ["gen-bbbbb", "gen-ccccc"]
+    with pytest.raises(ApiException) as exhausted:
+        core.create_namespaced_config_map(namespace, {"metadata": {"generateName": "gen-"}})
+    assert exhausted.value.status == 409 and next(draws, None) is None
 
 
 def test_names_labels_and_namespaces_are_validated(kube_api: Any, namespace: str) -> None:
