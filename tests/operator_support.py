@@ -90,10 +90,11 @@ def owned(
     return labelled(api, namespace, api_version, plural, f"frontier.dev/target={target}")
 
 
-def events_for(api: kubernetes.client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
+def events_for(api: kubernetes.client.ApiClient, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
+    """The namespace's core/v1 Events, only those about `name` when given."""
     listed = kubernetes.client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False)
     items: list[dict[str, Any]] = json.loads(listed.data)["items"]
-    return [event for event in items if event.get("involvedObject", {}).get("name") == name]
+    return [event for event in items if name is None or event.get("involvedObject", {}).get("name") == name]
 
 
 def engine_deployments(api: kubernetes.client.ApiClient, namespace: str, target: str) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ alongside reconcile and become Ready meanwhile.
 
 from __future__ import annotations
 
-import json
 import time
 import urllib.parse
 from collections import Counter
@@ -67,8 +66,7 @@ def _warnings(api: kubernetes.client.ApiClient, namespace: str, name: str) -> li
 def _event_posts(api: kubernetes.client.ApiClient, standin: Any, namespace: str) -> str:
     """What tells a lost Event from a poster that posted none: the Events there are, and how POSTs were answered."""
     answered = Counter(r.status for r in standin.requests.find(verb="create", resource="events", namespace=namespace))
-    listed = kubernetes.client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False)
-    kinds = Counter(f"{e['type']}/{e['reason']}" for e in json.loads(listed.data)["items"])
+    kinds = Counter(f"{e['type']}/{e['reason']}" for e in events_for(api, namespace))
     return f"Events in the namespace: {dict(kinds)}; Event POSTs answered: {dict(answered)}"
 
 
