@@ -345,6 +345,8 @@ def run_kopf(
 # Request lines that drown the operator's own: the stand-in API server's access log and the test's polling
 # through the kubernetes client (urllib3), both interleaved in this process's log.
 _NOISE = ("aiohttp.access", "urllib3.connectionpo")
+# Kopf's level column (`--verbose`: the level name padded to eight) for what may explain a failure.
+_ALARMING = ("[WARNING ]", "[ERROR   ]", "[CRITICAL]")
 
 
 def _operator_log_tail(output: str, lines: int = 60) -> str:
@@ -354,7 +356,7 @@ def _operator_log_tail(output: str, lines: int = 60) -> str:
     minutes before is what explains the failure.
     """
     own = [line for line in output.splitlines() if not any(noise in line for noise in _NOISE)]
-    alarming = [line for line in own if "[WARNING " in line or "[ERROR   ]" in line or "[CRITICAL]" in line]
+    alarming = [line for line in own if any(level in line for level in _ALARMING)]
     return (
         f"operator warnings and errors ({len(alarming)}, the first {lines // 2}):\n"
         + "\n".join(alarming[: lines // 2])
