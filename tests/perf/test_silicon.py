@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -593,3 +594,41 @@ def test_inferencex_fp4_deepseek_runs_are_read_with_the_checkpoint_they_loaded()
         },
     ):
         assert dict(parse_row(other).arch.kept_in_bf16) == {"nvfp4": ("attention", "draft")}
+
+
+@pytest.mark.parametrize(
+    ("release", "mode", "overlapped"),
+    [
+        ("0.5.9", "agg", False),  # the MTP recipe's SGLANG_ENABLE_SPEC_V2=1 is never exported; off by default
+        ("0.5.10.post1", "agg", False),
+        ("0.5.11", "agg", True),  # on by default from 0.5.11
+        ("", "agg", True),  # no release named: nothing says it was off
+        ("0.5.9", "disagg", True),  # the srt-slurm recipes put the variable in the workers' environment
+    ],
+)
+def test_inferencex_single_node_mtp_runs_before_0_5_11_ran_without_the_overlap_scheduler(
+    release: str, mode: str, overlapped: bool
+) -> None:
+    source = "source_file=2026-03-25.csv; silicon_concurrency=64"
+    row = _inferencex_agg("b200_sxm", "fp8", "8", "64", source=source)
+    if mode == "disagg":
+        row = _r1_pd_row("r1_pd", "10", system="b200_sxm", silicon_data_source=source)
+    assert parse_row({**row, "backend_version": release}).speculative_overlap is overlapped
+
+
+def test_a_speculative_run_without_the_overlap_scheduler_pays_the_host_per_request_and_a_plain_one_does_not() -> None:
+    """The serial host work grows with the batch: a small share of an iteration at 8 clients, a larger one at 512;
+    the same row without a draft is predicted as on any server."""
+    model = PerformanceModel.default()
+    draft = Speculative(SpeculativeAlgorithm.NEXTN, 2, 1, 3)
+    shares = []
+    for clients in ("8", "512"):
+        case = parse_row({**_inferencex_agg("b200_sxm", "fp8", "8", clients), "backend_version": "0.5.9"})
+        role = case.config.roles[0]
+        drafted = replace(case.config, roles=(replace(role, worker=replace(role.worker, speculative=draft)),))
+        serial = predict_row(model, case, drafted)
+        overlapped = predict_row(model, replace(case, speculative_overlap=True), drafted)
+        assert serial.tpot_s > overlapped.tpot_s and serial.ttft_s >= overlapped.ttft_s
+        shares.append(serial.tpot_s / overlapped.tpot_s - 1.0)
+        assert predict_row(model, case) == predict_row(model, replace(case, speculative_overlap=True))
+    assert 0.0 < shares[0] < shares[1] < 0.15

@@ -394,6 +394,7 @@ class PerformanceModel:
         concurrency: float,
         *,
         recv_interval: int = 1,
+        overlap_schedule: bool = True,
         requests_per_client: float | None = None,
     ) -> ConcurrencyPrediction:
         """Closed loop: `concurrency` clients over the whole fleet (the silicon benchmarks' `batch_size`).
@@ -404,12 +405,19 @@ class PerformanceModel:
         `recv_interval`: the aggregated servers' `--scheduler-recv-interval`, which some published benchmarks
         launched with (`silicon.scheduler_recv_interval_of`); the operator never sets it. A P/D prefill worker
         runs prefill forwards only, after each of which SGLang receives at once, so it matters there little and
-        is not modelled."""
+        is not modelled.
+
+        `overlap_schedule`: False for a server whose overlap scheduler was off, as in published speculative-decoding
+        runs on SGLang before 0.5.11 that did not opt in to it (`silicon.SiliconCase.speculative_overlap`); the
+        operator's SGLang overlaps always. Its decode then pays the host's per-request work in series
+        (`_without_overlap`)."""
         if concurrency <= 0:
             raise UnpredictableConfig("concurrency must be positive")
         if requests_per_client is not None and requests_per_client < 1:
             raise UnpredictableConfig("a run sends every client at least one request")
         plan = self._plan(arch, gpu, config, workload)
+        if not overlap_schedule:
+            plan = _without_overlap(plan)
         coefficients = plan.decode.hardware.coefficients
         # Waves hold together differently in P/D, where prefills never pause decode: each fleet kind has its own.
         wave_sync = coefficients.wave_sync if plan.prefill is None else coefficients.pd_wave_sync
@@ -643,6 +651,26 @@ def _chunk(worker: WorkerConfig, new_tokens: float) -> int:
     if worker.chunked_prefill_size <= 0:
         return max(1, math.ceil(new_tokens))
     return max(1, worker.chunked_prefill_size // max(1, worker.attention_dp))
+
+
+def _without_overlap(plan: _Plan) -> _Plan:
+    """`plan` on a server that does its host work between the GPU's forwards (SGLang's overlap scheduler off).
+
+    With the overlap scheduler, SGLang builds iteration n + 1 and processes iteration n's results while the GPU
+    runs n, and the calibration's per-request cost (`request_overhead_us`) is what stays visible. Without it, that
+    work waits for the forward and the forward for it: each iteration pays the per-request cost once more, in
+    series. Only the part that grows with the batch is added; a fixed part cannot be told from the draft's
+    acceptance in the runs this describes, which the model already predicts slower than measured at 4–8 clients.
+    For DeepSeek-R1 FP8 with MTP on 8×B200 it is 2 % of an iteration at 64 requests and 8 % at 512, within
+    SGLang's measured gain of overlapping speculative decoding, 5–10 % (sgl-project/sglang#9588)."""
+    service = plan.decode_service
+    hw = plan.decode.hardware
+    per_request_s = hw.coefficients.request_overhead_us * 1e-6 / hw.shape.attention_dp
+
+    def token_seconds(batch: float) -> float:
+        return service.token_seconds(batch) + per_request_s * batch / service.tokens_per_step
+
+    return replace(plan, decode_service=replace(service, token_seconds=token_seconds))
 
 
 def _draft_prefill_factor(arch: ModelArch, worker: WorkerConfig) -> float:

@@ -96,6 +96,14 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   clients. The server then takes new requests in every 10 or 30 decode iterations only
   (`queueing.closed_loop_aggregated`). Their H200 recipes leave SGLang's default, 1; a P/D worker's (some
   srt-slurm recipes set 10) is not modelled.
+* **Speculative decoding without the overlap scheduler.** InferenceX's single-node MTP recipes
+  (``dsr1_fp8_b200_mtp.sh`` at @12ba0ae07, the runs of March and April 2026, and still at @843c6254f) set
+  ``SGLANG_ENABLE_SPEC_V2=1`` as a shell variable without ``export``, so the server they launch never sees it.
+  SGLang before 0.5.11 defaults it to off and then turns the overlap scheduler off for EAGLE/MTP ("Overlap
+  scheduler is disabled when spec v2 is off", ``server_args.py`` of 0.5.9 and 0.5.10; 0.5.11 defaults it on): the
+  host prepares each iteration and processes its results between the forwards instead of behind them
+  (`PerformanceModel.predict_at_concurrency`, ``overlap_schedule``). Their srt-slurm P/D recipes set the variable
+  in the workers' environment, so those ran with it.
 """
 
 from __future__ import annotations
@@ -194,6 +202,10 @@ RECV_INTERVAL_BELOW_16_CLIENTS = 10
 # Systems whose InferenceX P/D roles ran DeepEP expert parallelism over every GPU of the role while the dumps
 # file them as MoE TP (module docstring).
 DEP_FILED_AS_MOE_TP_SYSTEMS = ("gb200",)
+# The first SGLang release whose EAGLE/MTP worker overlaps by default (module docstring, "Speculative decoding
+# without the overlap scheduler").
+SPEC_OVERLAP_BY_DEFAULT_SINCE = (0, 5, 11)
+_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 # (system, precision, first and last day measured) of InferenceX aggregated runs whose launch script set
 # `--enable-ep-moe` while the dumps file MoE TP = TP and EP 1 (module docstring).
 EP_FLAG_FILED_AS_MOE_TP = (("b200_sxm", "fp4", "2025-09-21", "2025-11-10"),)
@@ -233,6 +245,8 @@ class SiliconCase:
     alternatives: tuple[ServingConfig, ...] = ()
     # The aggregated server's --scheduler-recv-interval, where the benchmark's recipe set one.
     scheduler_recv_interval: int = 1
+    # False where the benchmark's server ran speculative decoding without SGLang's overlap scheduler (module docstring).
+    speculative_overlap: bool = True
     # The run's requests per client, where its harness is known (module docstring).
     requests_per_client: int | None = None
     # Why the row is predicted but not fitted, though fully specified (its ``not_fitted`` column).
@@ -732,11 +746,18 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         measured_tpot_ms=_float(row, "silicon_tpot_ms"),
         fully_specified=specified,
         scheduler_recv_interval=scheduler_recv_interval_of(row, arch, roles, concurrency),
+        speculative_overlap=not (mode == "agg" and inferencex and _release_before(row, SPEC_OVERLAP_BY_DEFAULT_SINCE)),
         requests_per_client=REQUESTS_PER_CLIENT if inferencex else None,
         not_fitted=(row.get(NOT_FITTED_COLUMN) or "").strip() or None,
         ttft_not_fitted=cold_first_requests(row, mode),
         campaign=campaign_of(row),
     )
+
+
+def _release_before(row: Mapping[str, str], release: tuple[int, ...]) -> bool:
+    """Whether the row names an engine release older than `release` (False when it names none)."""
+    found = _RELEASE.match((row.get("backend_version") or "").strip())
+    return found is not None and tuple(int(part) for part in found.groups()) < release
 
 
 def campaign_of(row: Mapping[str, str]) -> str:
@@ -791,13 +812,16 @@ def predict_row(
 ) -> ConcurrencyPrediction:
     """The model at the row's concurrency, for its deployment (or `config`, one of its alternatives), with the
     server flags its benchmark ran with."""
+    deployed = config or case.config
+    speculative = any(role.worker.speculative is not None for role in deployed.roles)
     return model.predict_at_concurrency(
         case.arch,
         case.gpu,
-        config or case.config,
+        deployed,
         case.workload,
         case.concurrency,
         recv_interval=case.scheduler_recv_interval,
+        overlap_schedule=case.speculative_overlap or not speculative,
         requests_per_client=case.requests_per_client,
     )
 
