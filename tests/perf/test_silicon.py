@@ -597,22 +597,24 @@ def test_inferencex_fp4_deepseek_runs_are_read_with_the_checkpoint_they_loaded()
 
 
 @pytest.mark.parametrize(
-    ("release", "mode", "overlapped"),
+    ("system", "precision", "release", "mode", "overlapped"),
     [
-        ("0.5.9", "agg", False),  # the MTP recipe's SGLANG_ENABLE_SPEC_V2=1 is never exported; off by default
-        ("0.5.10.post1", "agg", False),
-        ("0.5.11", "agg", True),  # on by default from 0.5.11
-        ("", "agg", True),  # no release named: nothing says it was off
-        ("0.5.9", "disagg", True),  # the srt-slurm recipes put the variable in the workers' environment
+        ("b200_sxm", "fp8", "0.5.9", "agg", False),  # its MTP script never exports SGLANG_ENABLE_SPEC_V2
+        ("b300_sxm", "fp8", "0.5.10.post1", "agg", False),
+        ("b200_sxm", "fp8", "0.5.11", "agg", True),  # on by default from 0.5.11
+        ("b200_sxm", "fp8", "", "agg", True),  # no release named: nothing says it was off
+        ("b200_sxm", "fp4", "0.5.9", "agg", True),  # the FP4 and H200 scripts export it
+        ("h200_sxm", "fp8", "0.5.9", "agg", True),
+        ("b200_sxm", "fp8", "0.5.9", "disagg", True),  # the srt-slurm recipes put it in the workers' environment
     ],
 )
-def test_inferencex_single_node_mtp_runs_before_0_5_11_ran_without_the_overlap_scheduler(
-    release: str, mode: str, overlapped: bool
+def test_inferencex_fp8_blackwell_mtp_runs_before_0_5_11_ran_without_the_overlap_scheduler(
+    system: str, precision: str, release: str, mode: str, overlapped: bool
 ) -> None:
     source = "source_file=2026-03-25.csv; silicon_concurrency=64"
-    row = _inferencex_agg("b200_sxm", "fp8", "8", "64", source=source)
+    row = _inferencex_agg(system, precision, "8", "64", source=source)
     if mode == "disagg":
-        row = _r1_pd_row("r1_pd", "10", system="b200_sxm", silicon_data_source=source)
+        row = _r1_pd_row("r1_pd", "10", system=system, silicon_data_source=source)
     assert parse_row({**row, "backend_version": release}).speculative_overlap is overlapped
 
 

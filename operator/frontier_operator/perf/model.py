@@ -408,7 +408,7 @@ class PerformanceModel:
         is not modelled.
 
         `overlap_schedule`: False for a server whose overlap scheduler was off, as in published speculative-decoding
-        runs on SGLang before 0.5.11 that did not opt in to it (`silicon.SiliconCase.speculative_overlap`); the
+        runs on SGLang before 0.5.11 that did not opt in to it (`silicon.speculative_overlap_of`); the
         operator's SGLang overlaps always. Its decode then pays the host's per-request work in series
         (`_without_overlap`)."""
         if concurrency <= 0:

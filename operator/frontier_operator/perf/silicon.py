@@ -96,14 +96,14 @@ before SGLang semantics apply. Every rule below is a documented assumption, not 
   clients. The server then takes new requests in every 10 or 30 decode iterations only
   (`queueing.closed_loop_aggregated`). Their H200 recipes leave SGLang's default, 1; a P/D worker's (some
   srt-slurm recipes set 10) is not modelled.
-* **Speculative decoding without the overlap scheduler.** InferenceX's single-node MTP recipes
-  (``dsr1_fp8_b200_mtp.sh`` at @12ba0ae07, the runs of March and April 2026, and still at @843c6254f) set
-  ``SGLANG_ENABLE_SPEC_V2=1`` as a shell variable without ``export``, so the server they launch never sees it.
-  SGLang before 0.5.11 defaults it to off and then turns the overlap scheduler off for EAGLE/MTP ("Overlap
-  scheduler is disabled when spec v2 is off", ``server_args.py`` of 0.5.9 and 0.5.10; 0.5.11 defaults it on): the
-  host prepares each iteration and processes its results between the forwards instead of behind them
-  (`PerformanceModel.predict_at_concurrency`, ``overlap_schedule``). Their srt-slurm P/D recipes set the variable
-  in the workers' environment, so those ran with it.
+* **Speculative decoding without the overlap scheduler.** InferenceX's single-node DeepSeek-R1 FP8 MTP scripts for
+  B200 and B300 (``dsr1_fp8_b200_mtp.sh`` at @12ba0ae07, the runs of March and April 2026, and both still at
+  @843c6254f) set ``SGLANG_ENABLE_SPEC_V2=1`` as a shell variable without ``export``, so the server they launch
+  never sees it; their FP4 B200 and FP8 H200 scripts export it. SGLang before 0.5.11 defaults it to off and then
+  turns the overlap scheduler off for EAGLE/MTP ("Overlap scheduler is disabled when spec v2 is off",
+  ``server_args.py`` of 0.5.9 and 0.5.10; 0.5.11 defaults it on): the host prepares each iteration and processes
+  its results between the forwards instead of behind them (`PerformanceModel.predict_at_concurrency`,
+  ``overlap_schedule``). The srt-slurm P/D recipes set the variable in the workers' environment.
 """
 
 from __future__ import annotations
@@ -202,8 +202,10 @@ RECV_INTERVAL_BELOW_16_CLIENTS = 10
 # Systems whose InferenceX P/D roles ran DeepEP expert parallelism over every GPU of the role while the dumps
 # file them as MoE TP (module docstring).
 DEP_FILED_AS_MOE_TP_SYSTEMS = ("gb200",)
-# The first SGLang release whose EAGLE/MTP worker overlaps by default (module docstring, "Speculative decoding
-# without the overlap scheduler").
+# (system, precision) of InferenceX's single-node MTP scripts that never export SGLANG_ENABLE_SPEC_V2, and the first
+# SGLang release whose EAGLE/MTP worker overlaps without it (module docstring, "Speculative decoding without the
+# overlap scheduler").
+SPEC_V2_NOT_EXPORTED = (("b200_sxm", "fp8"), ("b300_sxm", "fp8"))
 SPEC_OVERLAP_BY_DEFAULT_SINCE = (0, 5, 11)
 _RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 # (system, precision, first and last day measured) of InferenceX aggregated runs whose launch script set
@@ -746,12 +748,22 @@ def parse_row(row: Mapping[str, str], alternatives: list[dict[str, str]] | None 
         measured_tpot_ms=_float(row, "silicon_tpot_ms"),
         fully_specified=specified,
         scheduler_recv_interval=scheduler_recv_interval_of(row, arch, roles, concurrency),
-        speculative_overlap=not (mode == "agg" and inferencex and _release_before(row, SPEC_OVERLAP_BY_DEFAULT_SINCE)),
+        speculative_overlap=speculative_overlap_of(row, mode),
         requests_per_client=REQUESTS_PER_CLIENT if inferencex else None,
         not_fitted=(row.get(NOT_FITTED_COLUMN) or "").strip() or None,
         ttft_not_fitted=cold_first_requests(row, mode),
         campaign=campaign_of(row),
     )
+
+
+def speculative_overlap_of(row: Mapping[str, str], mode: str) -> bool:
+    """Whether the row's server ran speculative decoding, had it any, with SGLang's overlap scheduler (module
+    docstring, "Speculative decoding without the overlap scheduler")."""
+    system = (row.get("system") or "").strip().lower()
+    precision = (row.get("precision") or "").strip().lower()
+    if mode != "agg" or not _is_inferencex(row) or (system, precision) not in SPEC_V2_NOT_EXPORTED:
+        return True
+    return not _release_before(row, SPEC_OVERLAP_BY_DEFAULT_SINCE)
 
 
 def _release_before(row: Mapping[str, str], release: tuple[int, ...]) -> bool:
